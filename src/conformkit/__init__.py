@@ -1,0 +1,61 @@
+"""Conformance testing: one contract, every implementation, the same verdict whatever runs it."""
+
+from __future__ import annotations
+
+from ._exceptions import CaseUnsupported as CaseUnsupported
+from ._exceptions import ConformkitError as ConformkitError
+from ._exceptions import ContractDefinitionError as ContractDefinitionError
+from ._exceptions import ContractFailure as ContractFailure
+from ._exceptions import FeatureUnavailable as FeatureUnavailable
+from ._feature import Feature as Feature
+from ._feature import Supported as Supported
+from ._feature import Unsupported as Unsupported
+from ._implementation import FeatureImplementation as FeatureImplementation
+from ._report import CaseResult as CaseResult
+from ._report import CaseStatus as CaseStatus
+from ._report import ContractReport as ContractReport
+from ._report import assert_contract as assert_contract
+from ._runner import ContractCase as ContractCase
+from ._runner import contract_cases as contract_cases
+from ._runner import run_contract as run_contract
+from ._runner import run_contract_sync as run_contract_sync
+from ._scope import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from ._scope import FeatureScope as FeatureScope
+from ._scope import Session as Session
+from ._scope import open_feature as open_feature
+from ._suite import ContractSuite as ContractSuite
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "CaseResult",
+    "CaseStatus",
+    "CaseUnsupported",
+    "ConformkitError",
+    "ContractCase",
+    "ContractDefinitionError",
+    "ContractFailure",
+    "ContractReport",
+    "ContractSuite",
+    "Feature",
+    "FeatureImplementation",
+    "FeatureScope",
+    "FeatureUnavailable",
+    "Session",
+    "Supported",
+    "Unsupported",
+    "assert_contract",
+    "contract_cases",
+    "open_feature",
+    "run_contract",
+    "run_contract_sync",
+]
+
+# Tracebacks, reprs and docs show ``conformkit.Name`` rather than a private module.
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith("conformkit."):
+        try:
+            _value.__module__ = __name__
+        except (AttributeError, TypeError):  # constants and other objects without one
+            pass
+del _name, _value

@@ -1,0 +1,60 @@
+"""The exceptions conformkit raises, and the one implementations raise."""
+
+from __future__ import annotations
+
+import unittest
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._report import ContractReport
+
+
+class ConformkitError(Exception):
+    """
+    Base class of every exception conformkit defines.
+
+    Each subclass also derives from the standard type that fits it, so code that
+    does not know conformkit still handles it sensibly.
+    """
+
+
+class ContractDefinitionError(ConformkitError, ValueError):
+    """
+    A feature, suite, implementation or run option is malformed.
+
+    Raised at the earliest moment the mistake can be seen: feature construction,
+    class creation, suite registration or the start of a run. The message names
+    the offending feature, case or argument.
+    """
+
+
+class FeatureUnavailable(ConformkitError):
+    """
+    Raised from ``create`` when a facility the implementation requires is absent.
+
+    A case whose ``create`` raises it is reported ``unavailable`` rather than
+    ``failed``: no database server, a missing extension, an unset credential.
+    """
+
+
+class ContractFailure(ConformkitError, AssertionError):
+    """
+    The gate rejected a report.
+
+    An :class:`AssertionError`, so every test runner shows it as a test failure.
+    The message lists each offending case with its status and reason; the
+    rejected report is kept in :attr:`report`.
+    """
+
+    def __init__(self, message: str, report: ContractReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class CaseUnsupported(ConformkitError, unittest.SkipTest):
+    """
+    Raised by :meth:`ContractCase.run` for a case the implementation does not support.
+
+    Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
+    as a skip carrying the declared reason.
+    """

@@ -1,0 +1,91 @@
+"""The base class that implementations of a feature subclass."""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, Generic
+
+from ._exceptions import ContractDefinitionError
+from ._feature import API, CaseName, Coverage, Feature
+
+if TYPE_CHECKING:
+    from ._scope import FeatureScope
+
+# Names a subclass may not define: the lifecycle they suggest belongs to the host
+# (open_feature and the runners), which would never call them.
+_HOST_OWNED = frozenset(
+    {"open", "close", "aclose", "dispose", "__aenter__", "__aexit__", "__enter__", "__exit__"}
+)
+
+
+class FeatureImplementation(ABC, Generic[API, CaseName]):
+    """
+    One implementation of a feature: it names the feature, declares its coverage
+    and creates freshly prepared API objects.
+
+    Subclasses set two class attributes and implement :meth:`create`::
+
+        class MemoryText(FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage(unsupported={"ttl": "no clock"})
+
+            def create(self, scope: FeatureScope) -> TextAPI: ...
+
+    The declarations are checked when the class is created. The lifecycle is the
+    host's: a subclass that defines ``dispose``, ``close``, ``aclose``, ``open`` or
+    a context-manager method is rejected, because nothing would ever call it;
+    register cleanups with :meth:`FeatureScope.defer` inside :meth:`create`.
+
+    A subclass that sets neither attribute is an abstract intermediate base and is
+    not checked until a subclass of it sets them.
+    """
+
+    feature: Feature[API, CaseName]
+    coverage: Mapping[CaseName, Coverage]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        owner = cls.__qualname__
+        overridden = sorted(_HOST_OWNED.intersection(vars(cls)))
+        if overridden:
+            raise ContractDefinitionError(
+                f"{owner} defines {', '.join(map(repr, overridden))}, but the lifecycle belongs "
+                f"to the host and would never call it; register cleanups with scope.defer() "
+                f"inside create()"
+            )
+        create = vars(cls).get("create")
+        if create is not None and (
+            inspect.isgeneratorfunction(create) or inspect.isasyncgenfunction(create)
+        ):
+            raise ContractDefinitionError(
+                f"{owner}.create() must return the API, not yield it; "
+                f"register cleanups with scope.defer()"
+            )
+        feature = getattr(cls, "feature", None)
+        coverage = getattr(cls, "coverage", None)
+        if feature is None and coverage is None:
+            return
+        if not isinstance(feature, Feature):
+            raise ContractDefinitionError(
+                f"{owner}.feature must be a Feature, got {feature!r}"
+            )
+        feature._check_coverage(coverage, owner)
+
+    @abstractmethod
+    def create(self, scope: FeatureScope) -> API | Awaitable[API]:
+        """
+        Return a freshly prepared API object; ``async def create`` works too.
+
+        Every call must return an independently prepared API. Register each owned
+        resource with ``scope.defer(cleanup)`` as soon as it exists, before awaiting
+        setup that can fail: if ``create`` raises, the host runs what was
+        registered so far, in reverse order, and re-raises.
+
+        :raises FeatureUnavailable: when a facility the implementation requires is
+            absent; the case is then reported ``unavailable``.
+        """
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__} implementing {self.feature.id!r}>"

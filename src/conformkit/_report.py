@@ -1,0 +1,174 @@
+"""Reports of a run, and the gate that judges them."""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from dataclasses import dataclass
+from typing import Any, final
+
+from ._exceptions import ContractFailure
+
+
+@final
+class CaseStatus(enum.StrEnum):
+    """The outcome of one case; a string enum, so ``CaseStatus.PASSED == "passed"``."""
+
+    PASSED = "passed"
+    """The case ran, its expectation held and its cleanup succeeded."""
+    FAILED = "failed"
+    """Setup, the assertion or cleanup failed or timed out."""
+    UNSUPPORTED = "unsupported"
+    """Declared outside the implementation's coverage; never run."""
+    UNAVAILABLE = "unavailable"
+    """``create`` raised :exc:`FeatureUnavailable`: a required facility is absent."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """
+    The outcome of one case of one implementation.
+
+    :ivar case_id: the case's stable ID.
+    :ivar status: what happened.
+    :ivar reason: why, in words; ``None`` only for a clean pass.
+    :ivar error: the exception that decided the outcome, if any.
+    :ivar cleanup_errors: failures of the case's cleanups, in the order they happened.
+    :ivar duration: seconds from the start of ``create`` to the end of cleanup.
+    """
+
+    case_id: str
+    status: CaseStatus
+    reason: str | None = None
+    error: BaseException | None = None
+    cleanup_errors: tuple[BaseException, ...] = ()
+    duration: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict: strings, numbers, lists and dicts only."""
+        return {
+            "case_id": self.case_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "duration": self.duration,
+            "error": None if self.error is None else describe_exception(self.error),
+            "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ContractReport:
+    """
+    The outcome of running one suite against one implementation.
+
+    ``str(report)`` is a compact summary with one line per case that did not pass;
+    :meth:`to_dict` is the whole report as JSON-ready data.
+
+    :ivar feature_id: the feature's ID.
+    :ivar implementation: a readable name of the implementation.
+    :ivar results: one result per case, in the feature's declared order.
+    :ivar cleanup_errors: failures that belong to no single case.
+    """
+
+    feature_id: str
+    implementation: str
+    results: tuple[CaseResult, ...]
+    cleanup_errors: tuple[BaseException, ...] = ()
+
+    def counts(self) -> dict[CaseStatus, int]:
+        """Return how many cases have each status, every status present."""
+        counts = dict.fromkeys(CaseStatus, 0)
+        for result in self.results:
+            counts[result.status] += 1
+        return counts
+
+    @property
+    def duration(self) -> float:
+        """Seconds spent in all cases together."""
+        return sum(result.duration for result in self.results)
+
+    def __getitem__(self, case_id: str) -> CaseResult:
+        for result in self.results:
+            if result.case_id == case_id:
+                return result
+        raise KeyError(f"report of feature {self.feature_id!r} has no case {case_id!r}")
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items() if n)
+        lines = [f"{self.feature_id} × {self.implementation}: {counts} in {self.duration:.2f}s"]
+        for result in self.results:
+            if result.status is not CaseStatus.PASSED:
+                lines.append(f"  {result.status.upper()} {result.case_id}: {_one_line(result.reason)}")
+        for exc in self.cleanup_errors:
+            lines.append(f"  CLEANUP ERROR: {_one_line(format_error(exc))}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict: status values as strings, exceptions as dicts."""
+        return {
+            "feature_id": self.feature_id,
+            "implementation": self.implementation,
+            "counts": {status.value: n for status, n in self.counts().items()},
+            "results": [result.to_dict() for result in self.results],
+            "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
+        }
+
+
+def format_error(exc: BaseException) -> str:
+    """``TypeName: message``, the way a traceback's last line shows it."""
+    return "".join(traceback.format_exception_only(exc)).strip()
+
+
+def describe_exception(exc: BaseException) -> dict[str, str]:
+    """An exception as JSON-ready data: its type, its message and its own traceback."""
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return {
+        "type": name,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+def _one_line(text: str | None, limit: int = 240) -> str:
+    line = (text or "").strip().splitlines()[0] if text and text.strip() else ""
+    more = line != (text or "").strip()
+    if len(line) > limit:
+        line, more = line[: limit - 1], True
+    return line + ("…" if more else "")
+
+
+def assert_contract(report: ContractReport, *, require_full: bool = False) -> None:
+    """
+    The gate: return quietly if the report holds, raise :exc:`ContractFailure` if not.
+
+    It rejects any ``failed`` case, any ``unavailable`` case (the implementation
+    claimed it, and a claim that was not checked is not proven), any cleanup
+    failure, and a report in which no case passed at all. With
+    ``require_full=True`` every case must have passed.
+
+    :raises ContractFailure: listing each offending case with its status and reason.
+    """
+    if not isinstance(report, ContractReport):
+        raise TypeError(f"assert_contract() needs a ContractReport, got {report!r}")
+    offences: list[str] = []
+    for result in report.results:
+        rejected = result.status in (CaseStatus.FAILED, CaseStatus.UNAVAILABLE) or (
+            require_full and result.status is not CaseStatus.PASSED
+        )
+        if rejected:
+            offences.append(f"  {result.case_id}: {result.status.value}: {result.reason}")
+    for exc in report.cleanup_errors:
+        offences.append(f"  cleanup error: {format_error(exc)}")
+    counts = report.counts()
+    if not counts[CaseStatus.PASSED]:
+        offences.append("  no case passed: a report that proves nothing cannot hold")
+    if offences:
+        full = " (require_full=True: every case must pass)" if require_full else ""
+        raise ContractFailure(
+            f"contract {report.feature_id!r} does not hold for {report.implementation}{full}:\n"
+            + "\n".join(offences),
+            report,
+        )

@@ -1,0 +1,427 @@
+"""Runners: run a suite against an implementation, one fresh scope per case."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import os
+import time
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, Final, Generic, Literal, final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ._exceptions import CaseUnsupported, ContractDefinitionError, FeatureUnavailable
+from ._feature import API, CaseName, Coverage, Unsupported
+from ._implementation import FeatureImplementation
+from ._report import CaseResult, CaseStatus, ContractReport, format_error
+from ._scope import DEFAULT_TIMEOUT, FeatureScope, check_timeout
+from ._suite import CaseFunction, ContractSuite
+
+Backend = Literal["asyncio", "trio"]
+_BACKENDS: Final = ("asyncio", "trio")
+_PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__))
+
+
+def _check_definitions(implementation: object, suite: object) -> None:
+    """Check that the suite and implementation can run together, before anything runs."""
+    if isinstance(implementation, type) and issubclass(implementation, FeatureImplementation):
+        raise ContractDefinitionError(
+            f"pass an instance of {implementation.__qualname__}, not the class: "
+            f"{implementation.__qualname__}()"
+        )
+    if not isinstance(implementation, FeatureImplementation):
+        raise ContractDefinitionError(
+            f"expected a FeatureImplementation instance, got {implementation!r}"
+        )
+    if not isinstance(suite, ContractSuite):
+        raise ContractDefinitionError(f"expected a ContractSuite, got {suite!r}")
+    name = type(implementation).__qualname__
+    feature = implementation.feature
+    if suite.feature is not feature:
+        same_id = " (two different Feature objects share that ID)" if (
+            suite.feature.id == feature.id
+        ) else ""
+        raise ContractDefinitionError(
+            f"the suite is for feature {suite.feature.id!r} but {name} implements "
+            f"feature {feature.id!r}{same_id}; a suite runs only against implementations "
+            f"of the same Feature object"
+        )
+    feature._check_coverage(implementation.coverage, name)
+    suite._check_complete()
+
+
+@final
+class _Worker:
+    """
+    One lane of a run, with a watchdog that costs nothing until a stage overruns.
+
+    Cases run one after another inside the worker's cancel scope. Arming a stage
+    records a deadline; the watchdog task sleeps until it and, only if the same
+    stage is still running then, cancels the scope and says which stage it was.
+    """
+
+    __slots__ = ("cancel_scope", "deadline", "fired", "stage", "token")
+
+    def __init__(self) -> None:
+        self.cancel_scope = anyio.CancelScope()
+        self.deadline: float | None = None
+        self.token: object = None
+        self.stage = ""
+        self.fired: object = None
+
+    async def watch(self, timeout: float) -> None:
+        while True:
+            deadline = self.deadline
+            if deadline is None:
+                await anyio.sleep(timeout)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining > 0:
+                await anyio.sleep(remaining)
+                continue
+            self.fired = self.token
+            self.deadline = None
+            self.cancel_scope.cancel()
+
+
+@final
+class _Plan(Generic[API]):
+    """A checked pairing of an implementation and a suite, ready to run any of its cases."""
+
+    __slots__ = ("case_functions", "coverage", "create", "feature_id", "name", "timeout")
+
+    def __init__(
+        self,
+        implementation: FeatureImplementation[API, Any],
+        suite: ContractSuite[API, Any],
+        timeout: object,
+    ) -> None:
+        _check_definitions(implementation, suite)
+        self.timeout = check_timeout(timeout)
+        self.name = type(implementation).__qualname__
+        self.feature_id = implementation.feature.id
+        self.create = implementation.create
+        self.coverage: dict[str, Coverage] = {
+            case_id: implementation.coverage[case_id] for case_id in implementation.feature.cases
+        }
+        self.case_functions: dict[str, CaseFunction[API]] = {
+            case_id: suite[case_id] for case_id in implementation.feature.cases
+        }
+
+    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> list[CaseResult]:
+        return await _Execution(self, len(case_ids)).run(case_ids, max_concurrency)
+
+
+@final
+class _Execution(Generic[API]):
+    """The state of one run: results so far, the task group, an interrupt to re-raise."""
+
+    __slots__ = ("interrupt", "plan", "results", "spawner")
+
+    def __init__(self, plan: _Plan[API], size: int) -> None:
+        self.plan = plan
+        self.results: list[CaseResult | None] = [None] * size
+        self.interrupt: BaseException | None = None
+
+    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> list[CaseResult]:
+        plan = self.plan
+        pending: list[tuple[int, str, CaseFunction[API]]] = []
+        for index, case_id in enumerate(case_ids):
+            coverage = plan.coverage[case_id]
+            if isinstance(coverage, Unsupported):
+                self.results[index] = CaseResult(case_id, CaseStatus.UNSUPPORTED, coverage.reason)
+            else:
+                pending.append((index, case_id, plan.case_functions[case_id]))
+        if pending:
+            queue = iter(pending)
+            workers = [_Worker() for _ in range(min(max_concurrency, len(pending)))]
+            async with anyio.create_task_group() as task_group:
+                self.spawner = task_group
+                if plan.timeout is not None:
+                    for worker in workers:
+                        task_group.start_soon(worker.watch, plan.timeout)
+                if len(workers) == 1:
+                    await self._work(workers[0], queue, task_group)
+                else:
+                    async with anyio.create_task_group() as lanes:
+                        for worker in workers:
+                            lanes.start_soon(self._work, worker, queue, task_group)
+                task_group.cancel_scope.cancel()  # stop the watchdogs
+            if self.interrupt is not None:
+                raise self.interrupt
+        return [result for result in self.results if result is not None]
+
+    async def _work(
+        self,
+        worker: _Worker,
+        queue: Iterator[tuple[int, str, CaseFunction[API]]],
+        task_group: TaskGroup,
+    ) -> None:
+        try:
+            while True:
+                # A fresh cancel scope for each stretch of cases: the watchdog
+                # cancels it when a stage overruns, and the next case needs a new one.
+                with anyio.CancelScope() as worker.cancel_scope:
+                    worker.fired = None
+                    for index, case_id, function in queue:
+                        await self._execute(index, case_id, function, worker)
+                        if worker.cancel_scope.cancel_called:
+                            break
+                    else:
+                        return
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            # KeyboardInterrupt and the like: not a case failure. Stop every lane
+            # and let run() re-raise it, unwrapped, once everything is cleaned up.
+            if self.interrupt is None:
+                self.interrupt = exc
+            task_group.cancel_scope.cancel()
+
+    async def _execute(
+        self, index: int, case_id: str, function: CaseFunction[API], worker: _Worker
+    ) -> None:
+        plan = self.plan
+        timeout = plan.timeout
+        scope = FeatureScope(self.spawner, plan.feature_id, case_id, timeout)
+        error: BaseException | None = None
+        stage = "create"
+        started = time.perf_counter()
+        if timeout is not None:
+            worker.token, worker.stage = scope, stage
+            worker.deadline = time.monotonic() + timeout
+        try:
+            created = plan.create(scope)
+            api = await created if inspect.isawaitable(created) else created
+            stage = "case"
+            if timeout is not None:
+                worker.stage = stage
+                worker.deadline = time.monotonic() + timeout
+            outcome = function(api)
+            if outcome is not None:
+                await outcome
+        except BaseException as exc:
+            error = exc
+        worker.deadline = None
+        cleanup_errors = await scope._close()
+        duration = time.perf_counter() - started
+
+        if error is None and not cleanup_errors and worker.fired is not scope:
+            self.results[index] = CaseResult(case_id, CaseStatus.PASSED, None, None, (), duration)
+            return
+        interrupts = [exc for exc in cleanup_errors if not isinstance(exc, Exception)]
+        if interrupts:
+            raise BaseExceptionGroup(f"cleanup of case {case_id!r} was interrupted", interrupts)
+        cancelled = anyio.get_cancelled_exc_class()
+        if worker.fired is scope:
+            if error is not None:
+                _trim_traceback(error)
+            error = TimeoutError(
+                f"feature {plan.feature_id!r}, case {case_id!r}: stage {worker.stage!r} "
+                f"exceeded the {timeout or 0:g}s deadline"
+            ).with_traceback(None)
+            self.results[index] = CaseResult(
+                case_id, CaseStatus.FAILED, str(error), error, tuple(cleanup_errors), duration
+            )
+            return
+        if isinstance(error, cancelled) or (
+            error is not None and not isinstance(error, Exception)
+        ):
+            raise error  # outside cancellation or an interrupt: never a case outcome
+        self.results[index] = _judge(case_id, stage, error, tuple(cleanup_errors), duration)
+
+
+def _judge(
+    case_id: str,
+    stage: str,
+    error: BaseException | None,
+    cleanup_errors: tuple[BaseException, ...],
+    duration: float,
+) -> CaseResult:
+    """The result of a case that ended in an error or a failed cleanup."""
+    if error is None:
+        first = format_error(cleanup_errors[0])
+        more = f" (and {len(cleanup_errors) - 1} more)" if len(cleanup_errors) > 1 else ""
+        reason = f"case {case_id!r} failed in cleanup: {first}{more}"
+        return CaseResult(case_id, CaseStatus.FAILED, reason, None, cleanup_errors, duration)
+    _trim_traceback(error)
+    where = " in create()" if stage == "create" else ""
+    reason = f"{format_error(error)}{_location(error)}"
+    if cleanup_errors:
+        reason += f"; {len(cleanup_errors)} cleanup(s) failed too"
+    if isinstance(error, FeatureUnavailable):
+        if stage == "create":
+            return CaseResult(
+                case_id, CaseStatus.UNAVAILABLE, f"case {case_id!r} unavailable: {reason}",
+                error, cleanup_errors, duration,
+            )
+        reason += " (FeatureUnavailable means 'unavailable' only when create() raises it)"
+    return CaseResult(
+        case_id, CaseStatus.FAILED, f"case {case_id!r} failed{where}: {reason}",
+        error, cleanup_errors, duration,
+    )
+
+
+def _trim_traceback(error: BaseException) -> None:
+    """Drop conformkit's own frames from the front of ``error``'s traceback."""
+    tb: TracebackType | None = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        tb = tb.tb_next
+    if tb is not None:
+        error.__traceback__ = tb
+
+
+def _location(error: BaseException) -> str:
+    """`` (at file:line in function)`` for the first frame of the error's traceback."""
+    tb = error.__traceback__
+    if tb is None:
+        return ""
+    code = tb.tb_frame.f_code
+    return f" (at {os.path.basename(code.co_filename)}:{tb.tb_lineno} in {code.co_name})"
+
+
+def _check_concurrency(max_concurrency: object) -> int:
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or (
+        max_concurrency < 1
+    ):
+        raise ValueError(f"max_concurrency must be an int of at least 1, got {max_concurrency!r}")
+    return max_concurrency
+
+
+async def run_contract(
+    implementation: FeatureImplementation[API, CaseName],
+    suite: ContractSuite[API, CaseName],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    max_concurrency: int = 1,
+) -> ContractReport:
+    """
+    Run every case of ``suite`` against ``implementation`` and report the outcome.
+
+    Each supported case gets a fresh scope: ``create``, the case, then disposal,
+    always. Unsupported cases are reported and never run. Results follow the
+    feature's declared case order, whatever the concurrency.
+
+    :param timeout: seconds each stage (create, the case, each async cleanup) may
+        take; a stage that overruns fails the case with a reason naming the
+        feature, the case and the stage. ``None`` disables the deadlines.
+    :param max_concurrency: how many cases may run at once.
+    :raises ContractDefinitionError: before anything runs, if the suite and the
+        implementation do not belong to the same feature, the suite lacks a case
+        or the coverage is incomplete.
+    """
+    plan = _Plan(implementation, suite, timeout)
+    concurrency = _check_concurrency(max_concurrency)
+    results = await plan.run(implementation.feature.cases, concurrency)
+    return ContractReport(plan.feature_id, plan.name, tuple(results))
+
+
+def _check_backend(backend: object) -> Backend:
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be 'asyncio' or 'trio', got {backend!r}")
+    if backend == "trio" and importlib.util.find_spec("trio") is None:
+        raise ModuleNotFoundError(
+            "backend 'trio' needs trio installed: pip install 'conformkit[trio]'", name="trio"
+        )
+    return backend  # type: ignore[return-value]  # checked against _BACKENDS above
+
+
+def run_contract_sync(
+    implementation: FeatureImplementation[API, CaseName],
+    suite: ContractSuite[API, CaseName],
+    *,
+    backend: Backend = "asyncio",
+    timeout: float | None = DEFAULT_TIMEOUT,
+    max_concurrency: int = 1,
+) -> ContractReport:
+    """
+    :func:`run_contract` from synchronous code, on an event loop of its own.
+
+    :param backend: ``"asyncio"`` or ``"trio"`` (which needs the ``trio`` extra).
+    """
+    backend = _check_backend(backend)
+    runner = functools.partial(
+        run_contract, implementation, suite, timeout=timeout, max_concurrency=max_concurrency
+    )
+    return anyio.run(runner, backend=backend)
+
+
+@final
+class ContractCase(Generic[API]):
+    """
+    One case of one implementation, for a test runner's loop.
+
+    ``str(case)`` is the stable case ID, so ``ids=str`` names pytest parameters.
+
+    :ivar id: the stable case ID.
+    :ivar feature_id: the feature's ID.
+    :ivar implementation: a readable name of the implementation.
+    :ivar coverage: ``Supported()``, or ``Unsupported(reason)``.
+    """
+
+    __slots__ = ("_plan", "coverage", "feature_id", "id", "implementation")
+
+    def __init__(self, plan: _Plan[API], case_id: str) -> None:
+        self._plan = plan
+        self.id = case_id
+        self.feature_id = plan.feature_id
+        self.implementation = plan.name
+        self.coverage: Coverage = plan.coverage[case_id]
+
+    def __repr__(self) -> str:
+        return f"<ContractCase {self.id!r} of {self.implementation} ({self.feature_id!r})>"
+
+    def __str__(self) -> str:
+        return self.id
+
+    async def run(self) -> None:
+        """
+        Run the case exactly as :func:`run_contract` would; return if it passed.
+
+        :raises CaseUnsupported: a :class:`unittest.SkipTest` carrying the declared
+            reason, when the case is outside the implementation's coverage.
+        :raises Exception: the case's own error when it failed or was unavailable;
+            an exception group when cleanups failed; :class:`TimeoutError` when a
+            stage overran.
+        """
+        __tracebackhide__ = True  # noqa: F841  # pytest shows the case's frames, not this one
+        if isinstance(self.coverage, Unsupported):
+            raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
+        [result] = await self._plan.run((self.id,), 1)
+        if result.status is CaseStatus.PASSED:
+            return
+        errors = ([result.error] if result.error is not None else []) + list(result.cleanup_errors)
+        if len(errors) == 1 and not result.cleanup_errors:
+            raise errors[0]
+        raise BaseExceptionGroup(result.reason or f"case {self.id!r} failed", errors)
+
+    def run_sync(self, *, backend: Backend = "asyncio") -> None:
+        """:meth:`run` from synchronous code, on an event loop of its own."""
+        __tracebackhide__ = True  # noqa: F841
+        anyio.run(self.run, backend=_check_backend(backend))
+
+
+def contract_cases(
+    implementation: FeatureImplementation[API, CaseName],
+    suite: ContractSuite[API, CaseName],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> list[ContractCase[API]]:
+    """
+    Return one :class:`ContractCase` per declared case, for any test runner's loop.
+
+    The definitions are checked now, so a mistake fails at collection time::
+
+        @pytest.mark.parametrize("case", contract_cases(MemoryText(), suite), ids=str)
+        async def test_text(case: ContractCase[TextAPI]) -> None:
+            await case.run()
+
+    :raises ContractDefinitionError: as :func:`run_contract` would.
+    """
+    plan = _Plan(implementation, suite, timeout)
+    return [ContractCase(plan, case_id) for case_id in implementation.feature.cases]
+

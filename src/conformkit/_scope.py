@@ -1,0 +1,348 @@
+"""The host-owned lifecycle: feature scopes, sessions and ``open_feature``."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
+
+import anyio
+from anyio.abc import TaskGroup
+from typing_extensions import TypeVar, TypeVarTuple, Unpack
+
+from ._feature import API
+
+if TYPE_CHECKING:
+    from ._implementation import FeatureImplementation
+
+DEFAULT_TIMEOUT: Final = 60.0
+"""Seconds each stage (create, case, each cleanup) may take unless told otherwise."""
+
+_CleanupT = TypeVar("_CleanupT", bound=Callable[[], object])
+_PosArgsT = TypeVarTuple("_PosArgsT")
+
+_OPEN, _CLOSING, _CLOSED = 0, 1, 2
+
+
+def check_timeout(timeout: object) -> float | None:
+    """Return ``timeout`` if it is ``None`` or a positive number, else raise ``ValueError``."""
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or math.isnan(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+    return float(timeout)
+
+
+def describe_callable(function: object) -> str:
+    """Name a callable for a message: its qualified name, or its repr."""
+    name = getattr(function, "__qualname__", None)
+    return name if isinstance(name, str) else repr(function)
+
+
+@final
+class FeatureScope:
+    """
+    What :meth:`FeatureImplementation.create` receives: the owner of one API's resources.
+
+    One scope serves one session, and the runners open a fresh one for every case.
+    The host closes it: it sets :attr:`closing`, cancels and joins the background
+    work started with :meth:`start_soon`, then runs the deferred cleanups in reverse
+    order, every one of them, each shielded from outside cancellation and under a
+    deadline.
+    """
+
+    __slots__ = (
+        "_case_id",
+        "_cleanups",
+        "_closed",
+        "_closing",
+        "_feature_id",
+        "_outcome",
+        "_spawner",
+        "_state",
+        "_task_errors",
+        "_task_scopes",
+        "_tasks_done",
+        "_tasks_live",
+        "_timeout",
+    )
+
+    def __init__(
+        self,
+        spawner: TaskGroup,
+        feature_id: str,
+        case_id: str | None,
+        timeout: float | None,
+    ) -> None:
+        self._spawner = spawner
+        self._feature_id = feature_id
+        self._case_id = case_id
+        self._timeout = timeout
+        self._cleanups: list[Callable[[], object]] = []
+        self._state = _OPEN
+        self._closing: anyio.Event | None = None
+        self._closed: anyio.Event | None = None
+        self._outcome: list[BaseException] = []
+        self._tasks_live = 0
+        self._task_scopes: set[anyio.CancelScope] = set()
+        self._task_errors: list[BaseException] = []
+        self._tasks_done: anyio.Event | None = None
+
+    def __repr__(self) -> str:
+        state = ("open", "closing", "closed")[self._state]
+        return f"<FeatureScope {self._where()} {state}>"
+
+    def _where(self) -> str:
+        if self._case_id is None:
+            return f"feature {self._feature_id!r}"
+        return f"feature {self._feature_id!r}, case {self._case_id!r}"
+
+    def _check_open(self, action: str) -> None:
+        if self._state != _OPEN:
+            raise RuntimeError(f"{action} on the scope of {self._where()} after it started closing")
+
+    def defer(self, cleanup: _CleanupT) -> _CleanupT:
+        """
+        Register a sync or async cleanup, run when the scope closes.
+
+        Cleanups run in reverse registration order. Register each owned resource
+        as soon as it exists, before awaiting setup that can fail. Returns the
+        cleanup, so it also works as a decorator.
+
+        :param cleanup: a callable taking no arguments; a coroutine function is
+            awaited, shielded from cancellation and under the stage deadline.
+        :raises TypeError: if ``cleanup`` is not callable.
+        :raises RuntimeError: if the scope has started closing.
+        """
+        if not callable(cleanup):
+            raise TypeError(f"defer() needs a callable taking no arguments, got {cleanup!r}")
+        self._check_open("defer()")
+        self._cleanups.append(cleanup)
+        return cleanup
+
+    @property
+    def closing(self) -> anyio.Event:
+        """The shutdown signal: set when the scope starts closing, before any cleanup runs."""
+        if self._closing is None:
+            self._closing = anyio.Event()
+            if self._state != _OPEN:
+                self._closing.set()
+        return self._closing
+
+    def start_soon(
+        self,
+        function: Callable[[Unpack[_PosArgsT]], Awaitable[Any]],
+        *args: Unpack[_PosArgsT],
+        name: object = None,
+    ) -> None:
+        """
+        Start background work that the scope owns.
+
+        When the scope closes, the work is cancelled and waited for before any
+        cleanup runs. An exception it raises is reported with the cleanup
+        failures of the scope (and so fails the case it belongs to).
+
+        :raises RuntimeError: if the scope has started closing.
+        """
+        self._check_open("start_soon()")
+        self._tasks_live += 1
+        self._spawner.start_soon(self._run_background, function, args, name=name)
+
+    async def _run_background(
+        self, function: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
+    ) -> None:
+        try:
+            if self._state != _OPEN:
+                return  # closed before the task got to run: nothing to start
+            with anyio.CancelScope() as cancel_scope:
+                self._task_scopes.add(cancel_scope)
+                try:
+                    await function(*args)
+                except Exception as exc:
+                    self._task_errors.append(exc)
+                finally:
+                    self._task_scopes.discard(cancel_scope)
+        finally:
+            self._tasks_live -= 1
+            if self._tasks_live == 0 and self._tasks_done is not None:
+                self._tasks_done.set()
+
+    async def _close(self) -> list[BaseException]:
+        """
+        Close the scope once and return the failures; later and concurrent callers
+        get the same list.
+        """
+        if self._state == _CLOSED:
+            return self._outcome
+        if self._state == _CLOSING:
+            if self._closed is None:
+                self._closed = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                await self._closed.wait()
+            return self._outcome
+        self._state = _CLOSING
+        errors = self._outcome
+        try:
+            if self._closing is not None:
+                self._closing.set()
+            if self._tasks_live:
+                await self._join_background(errors)
+            cleanups = self._cleanups
+            while cleanups:
+                cleanup = cleanups.pop()
+                try:
+                    result = cleanup()
+                    if inspect.isawaitable(result):
+                        await self._await_cleanup(cleanup, result)
+                except BaseException as exc:
+                    errors.append(exc)
+        finally:
+            self._state = _CLOSED
+            if self._closed is not None:
+                self._closed.set()
+        return errors
+
+    async def _join_background(self, errors: list[BaseException]) -> None:
+        self._tasks_done = anyio.Event()
+        for cancel_scope in self._task_scopes:
+            cancel_scope.cancel()
+        with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
+            await self._tasks_done.wait()
+        errors.extend(self._task_errors)
+        if deadline.cancelled_caught:
+            errors.append(
+                TimeoutError(
+                    f"{self._where()}: background work did not finish within "
+                    f"{self._timeout:g}s of being cancelled (stage 'cleanup')"
+                )
+            )
+
+    async def _await_cleanup(self, cleanup: object, result: Awaitable[object]) -> None:
+        with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
+            await result
+        if deadline.cancelled_caught:
+            raise TimeoutError(
+                f"{self._where()}: cleanup {describe_callable(cleanup)} exceeded the "
+                f"{self._timeout:g}s deadline (stage 'cleanup')"
+            )
+
+
+def _deadline(timeout: float | None) -> float:
+    return math.inf if timeout is None else timeout
+
+
+async def create_api(
+    implementation: FeatureImplementation[API, Any], scope: FeatureScope
+) -> API:
+    """Call ``create``; on failure roll back and re-raise, grouping rollback failures."""
+    try:
+        created = implementation.create(scope)
+        api = await created if inspect.isawaitable(created) else created
+    except BaseException as exc:
+        rollback_errors = await scope._close()
+        if rollback_errors:
+            raise BaseExceptionGroup(
+                f"create() of {type(implementation).__qualname__} failed and so did "
+                f"{len(rollback_errors)} rollback cleanup(s)",
+                [exc, *rollback_errors],
+            ) from None
+        raise
+    return cast("API", api)
+
+
+@final
+class Session(Generic[API]):
+    """
+    A created API and the scope that owns its resources, from :func:`open_feature`.
+
+    :ivar api: the API object the implementation created.
+    :ivar implementation: the implementation that created it.
+    """
+
+    __slots__ = ("_scope", "api", "implementation")
+
+    def __init__(
+        self, implementation: FeatureImplementation[API, Any], api: API, scope: FeatureScope
+    ) -> None:
+        self.implementation = implementation
+        self.api = api
+        self._scope = scope
+
+    def __repr__(self) -> str:
+        return f"<Session of {self.implementation!r}>"
+
+    @property
+    def closed(self) -> bool:
+        """Whether disposal has finished."""
+        return self._scope._state == _CLOSED
+
+    async def dispose(self) -> None:
+        """
+        Close the session's scope: signal ``closing``, stop background work, run cleanups.
+
+        Idempotent and safe to call concurrently: the cleanups run once, and every
+        caller gets the same outcome.
+
+        :raises ExceptionGroup: holding every cleanup failure, when any failed.
+        """
+        errors = await self._scope._close()
+        if errors:
+            raise BaseExceptionGroup(
+                f"{len(errors)} cleanup(s) of {self._scope._where()} failed", list(errors)
+            )
+
+
+@asynccontextmanager
+async def open_feature(
+    implementation: FeatureImplementation[API, Any], *, timeout: float | None = DEFAULT_TIMEOUT
+) -> AsyncIterator[Session[API]]:
+    """
+    Create an API outside any test and dispose of it on exit.
+
+    ::
+
+        async with open_feature(SqliteText()) as session:
+            await session.api.write("key", "value")
+
+    If ``create`` fails, what it registered is rolled back and the error re-raised.
+    On exit, the session is disposed; if the body raised and a cleanup failed too,
+    both surface together in one exception group, the body's error first.
+
+    :param timeout: seconds each async cleanup (and the join of background work)
+        may take; ``None`` disables the deadline.
+    :raises ExceptionGroup: holding every cleanup failure, when any failed.
+    """
+    timeout = check_timeout(timeout)
+    create_error: BaseException | None = None
+    body_error: BaseException | None = None
+    cleanup_errors: list[BaseException] = []
+    # The task group owns the scope's background work. Errors are caught inside it
+    # and re-raised outside, so that the task group does not wrap them in a group.
+    async with anyio.create_task_group() as task_group:
+        scope = FeatureScope(task_group, implementation.feature.id, None, timeout)
+        try:
+            api = await create_api(implementation, scope)
+        except BaseException as exc:
+            create_error = exc
+        else:
+            try:
+                yield Session(implementation, api, scope)
+            except BaseException as exc:
+                body_error = exc
+            cleanup_errors = await scope._close()
+    if create_error is not None:
+        raise create_error
+    if cleanup_errors:
+        where = f"{len(cleanup_errors)} cleanup(s) of {scope._where()} failed"
+        if body_error is not None:
+            raise BaseExceptionGroup(where, [body_error, *cleanup_errors]) from None
+        raise BaseExceptionGroup(where, list(cleanup_errors))
+    if body_error is not None:
+        raise body_error

@@ -1,0 +1,119 @@
+"""Contract suites: the executable cases of one feature."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Generic, TypeAlias, final, overload
+
+from ._exceptions import ContractDefinitionError
+from ._feature import API, CaseName, Feature
+
+CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
+"""A case: a callable, usually ``async def``, that takes the API and raises on failure."""
+
+
+@final
+class ContractSuite(Generic[API, CaseName]):
+    """
+    The executable cases for one feature: one callable per case.
+
+    Cases are registered with the :meth:`case` decorator or given as a mapping.
+    A case that names no declared case is rejected when it is registered; a
+    declared case without a function is rejected when a run starts.
+
+    :param feature: the feature the cases belong to.
+    :param cases: case functions by case name.
+    :raises ContractDefinitionError: for an unknown case name or a non-callable.
+    """
+
+    __slots__ = ("_cases", "feature")
+
+    def __init__(
+        self,
+        feature: Feature[API, CaseName],
+        cases: Mapping[CaseName, CaseFunction[API]] | None = None,
+    ) -> None:
+        if not isinstance(feature, Feature):
+            raise ContractDefinitionError(
+                f"ContractSuite() needs a Feature as its first argument, got {feature!r}"
+            )
+        self.feature: Feature[API, CaseName] = feature
+        self._cases: dict[str, CaseFunction[API]] = {}
+        for name, function in (cases or {}).items():
+            self._add(name, function)
+
+    def __repr__(self) -> str:
+        return f"ContractSuite({self.feature.id!r}, cases={list(self._cases)!r})"
+
+    def _add(self, name: str, function: CaseFunction[API]) -> None:
+        feature = self.feature
+        feature._check_case(name, f"suite of feature {feature.id!r}")
+        if not callable(function):
+            raise ContractDefinitionError(
+                f"case {name!r} of feature {feature.id!r} must be callable, got {function!r}"
+            )
+        if name in self._cases:
+            raise ContractDefinitionError(
+                f"suite of feature {feature.id!r} already has a function for case {name!r} "
+                f"({_describe(self._cases[name])})"
+            )
+        self._cases[name] = function
+
+    @overload
+    def case(self, function: CaseFunction[API], /) -> CaseFunction[API]: ...
+    @overload
+    def case(
+        self, name: CaseName, /
+    ) -> Callable[[CaseFunction[API]], CaseFunction[API]]: ...
+    def case(
+        self, function_or_name: CaseFunction[API] | CaseName, /
+    ) -> CaseFunction[API] | Callable[[CaseFunction[API]], CaseFunction[API]]:
+        """
+        Register a case function; use bare, or with the case name as its argument.
+
+        ``@suite.case`` takes the case name from the function's name;
+        ``@suite.case("read_your_writes")`` names it explicitly. The function is
+        returned unchanged.
+
+        :raises ContractDefinitionError: if the feature declares no such case or
+            the suite already has a function for it.
+        """
+        if isinstance(function_or_name, str):
+            name = function_or_name
+
+            def register(function: CaseFunction[API]) -> CaseFunction[API]:
+                self._add(name, function)
+                return function
+
+            return register
+        function = function_or_name
+        self._add(getattr(function, "__name__", repr(function)), function)
+        return function
+
+    def __getitem__(self, name: CaseName) -> CaseFunction[API]:
+        return self._cases[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cases
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cases)
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def _check_complete(self) -> None:
+        missing = [name for name in self.feature.cases if name not in self._cases]
+        if missing:
+            raise ContractDefinitionError(
+                f"suite of feature {self.feature.id!r} has no function for case(s) "
+                f"{', '.join(map(repr, missing))}"
+            )
+
+
+def _describe(function: object) -> str:
+    code = getattr(function, "__code__", None)
+    name = getattr(function, "__qualname__", repr(function))
+    if code is None:
+        return name
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}"
