@@ -53,9 +53,6 @@ __all__ = [
 # Tracebacks, reprs and docs show ``conformkit.Name`` rather than a private module.
 for _name in __all__:
     _value = globals()[_name]
-    if getattr(_value, "__module__", "").startswith("conformkit."):
-        try:
-            _value.__module__ = __name__
-        except (AttributeError, TypeError):  # constants and other objects without one
-            pass
+    if getattr(_value, "__module__", "").startswith("conformkit."):  # not the constants
+        _value.__module__ = __name__
 del _name, _value

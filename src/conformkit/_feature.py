@@ -103,7 +103,9 @@ class Feature(Generic[API, CaseName]):
             )
         names = tuple(cases)
         if not names:
-            raise ContractDefinitionError(f"feature {id!r} declares no cases; it needs at least one")
+            raise ContractDefinitionError(
+                f"feature {id!r} declares no cases; it needs at least one"
+            )
         seen: set[str] = set()
         for name in names:
             _check_name(f"case name of feature {id!r}", name)

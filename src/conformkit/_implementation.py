@@ -68,9 +68,7 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
         if feature is None and coverage is None:
             return
         if not isinstance(feature, Feature):
-            raise ContractDefinitionError(
-                f"{owner}.feature must be a Feature, got {feature!r}"
-            )
+            raise ContractDefinitionError(f"{owner}.feature must be a Feature, got {feature!r}")
         feature._check_coverage(coverage, owner)
 
     @abstractmethod

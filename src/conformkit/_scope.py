@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
 
 import anyio
 from anyio.abc import TaskGroup
-from typing_extensions import TypeVar, TypeVarTuple, Unpack
+from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
 
@@ -59,6 +59,7 @@ class FeatureScope:
     """
 
     __slots__ = (
+        "_background",
         "_case_id",
         "_cleanups",
         "_closed",
@@ -67,10 +68,6 @@ class FeatureScope:
         "_outcome",
         "_spawner",
         "_state",
-        "_task_errors",
-        "_task_scopes",
-        "_tasks_done",
-        "_tasks_live",
         "_timeout",
     )
 
@@ -81,6 +78,8 @@ class FeatureScope:
         case_id: str | None,
         timeout: float | None,
     ) -> None:
+        # Kept to the minimum: the runner makes one scope per case. Background
+        # work, the closing event and the waiters' event are made when first needed.
         self._spawner = spawner
         self._feature_id = feature_id
         self._case_id = case_id
@@ -89,11 +88,8 @@ class FeatureScope:
         self._state = _OPEN
         self._closing: anyio.Event | None = None
         self._closed: anyio.Event | None = None
+        self._background: _Background | None = None
         self._outcome: list[BaseException] = []
-        self._tasks_live = 0
-        self._task_scopes: set[anyio.CancelScope] = set()
-        self._task_errors: list[BaseException] = []
-        self._tasks_done: anyio.Event | None = None
 
     def __repr__(self) -> str:
         state = ("open", "closing", "closed")[self._state]
@@ -138,8 +134,8 @@ class FeatureScope:
 
     def start_soon(
         self,
-        function: Callable[[Unpack[_PosArgsT]], Awaitable[Any]],
-        *args: Unpack[_PosArgsT],
+        function: Callable[[*_PosArgsT], Awaitable[Any]],
+        *args: *_PosArgsT,
         name: object = None,
     ) -> None:
         """
@@ -152,54 +148,58 @@ class FeatureScope:
         :raises RuntimeError: if the scope has started closing.
         """
         self._check_open("start_soon()")
-        self._tasks_live += 1
+        if self._background is None:
+            self._background = _Background()
+        self._background.live += 1
         self._spawner.start_soon(self._run_background, function, args, name=name)
 
     async def _run_background(
         self, function: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
     ) -> None:
+        background = self._background
+        assert background is not None
         try:
             if self._state != _OPEN:
                 return  # closed before the task got to run: nothing to start
             with anyio.CancelScope() as cancel_scope:
-                self._task_scopes.add(cancel_scope)
+                background.scopes.add(cancel_scope)
                 try:
                     await function(*args)
                 except Exception as exc:
-                    self._task_errors.append(exc)
+                    background.errors.append(exc)
                 finally:
-                    self._task_scopes.discard(cancel_scope)
+                    background.scopes.discard(cancel_scope)
         finally:
-            self._tasks_live -= 1
-            if self._tasks_live == 0 and self._tasks_done is not None:
-                self._tasks_done.set()
+            background.live -= 1
+            if background.live == 0:
+                background.done.set()
 
     async def _close(self) -> list[BaseException]:
         """
         Close the scope once and return the failures; later and concurrent callers
         get the same list.
         """
-        if self._state == _CLOSED:
-            return self._outcome
-        if self._state == _CLOSING:
-            if self._closed is None:
-                self._closed = anyio.Event()
-            with anyio.CancelScope(shield=True):
-                await self._closed.wait()
+        if self._state != _OPEN:
+            if self._state == _CLOSING:
+                if self._closed is None:
+                    self._closed = anyio.Event()
+                with anyio.CancelScope(shield=True):
+                    await self._closed.wait()
             return self._outcome
         self._state = _CLOSING
-        errors = self._outcome
+        errors: list[BaseException] = []
+        self._outcome = errors
         try:
             if self._closing is not None:
                 self._closing.set()
-            if self._tasks_live:
-                await self._join_background(errors)
+            if self._background is not None and self._background.live:
+                await self._join_background(self._background, errors)
             cleanups = self._cleanups
             while cleanups:
                 cleanup = cleanups.pop()
                 try:
                     result = cleanup()
-                    if inspect.isawaitable(result):
+                    if result is not None and inspect.isawaitable(result):
                         await self._await_cleanup(cleanup, result)
                 except BaseException as exc:
                     errors.append(exc)
@@ -209,13 +209,12 @@ class FeatureScope:
                 self._closed.set()
         return errors
 
-    async def _join_background(self, errors: list[BaseException]) -> None:
-        self._tasks_done = anyio.Event()
-        for cancel_scope in self._task_scopes:
+    async def _join_background(self, background: _Background, errors: list[BaseException]) -> None:
+        for cancel_scope in background.scopes:
             cancel_scope.cancel()
         with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
-            await self._tasks_done.wait()
-        errors.extend(self._task_errors)
+            await background.done.wait()
+        errors.extend(background.errors)
         if deadline.cancelled_caught:
             errors.append(
                 TimeoutError(
@@ -234,13 +233,24 @@ class FeatureScope:
             )
 
 
+@final
+class _Background:
+    """The background work of one scope: how many tasks live, their scopes and errors."""
+
+    __slots__ = ("done", "errors", "live", "scopes")
+
+    def __init__(self) -> None:
+        self.live = 0
+        self.scopes: set[anyio.CancelScope] = set()
+        self.errors: list[BaseException] = []
+        self.done = anyio.Event()
+
+
 def _deadline(timeout: float | None) -> float:
     return math.inf if timeout is None else timeout
 
 
-async def create_api(
-    implementation: FeatureImplementation[API, Any], scope: FeatureScope
-) -> API:
+async def create_api(implementation: FeatureImplementation[API, Any], scope: FeatureScope) -> API:
     """Call ``create``; on failure roll back and re-raise, grouping rollback failures."""
     try:
         created = implementation.create(scope)

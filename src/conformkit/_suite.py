@@ -62,9 +62,7 @@ class ContractSuite(Generic[API, CaseName]):
     @overload
     def case(self, function: CaseFunction[API], /) -> CaseFunction[API]: ...
     @overload
-    def case(
-        self, name: CaseName, /
-    ) -> Callable[[CaseFunction[API]], CaseFunction[API]]: ...
+    def case(self, name: CaseName, /) -> Callable[[CaseFunction[API]], CaseFunction[API]]: ...
     def case(
         self, function_or_name: CaseFunction[API] | CaseName, /
     ) -> CaseFunction[API] | Callable[[CaseFunction[API]], CaseFunction[API]]:

@@ -1,0 +1,12 @@
+"""Every async test runs on asyncio and on trio."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The async backend of the test: each async test runs once on each."""
+    backend: str = request.param
+    return backend
