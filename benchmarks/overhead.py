@@ -26,21 +26,22 @@ API = dict[str, int]
 
 def build(size: int) -> tuple[ck.FeatureImplementation[API], ck.ContractSuite[API]]:
     names = [f"case_{index}" for index in range(size)]
-    feature = ck.Feature[API]("bench.trivial", cases=names)
+    trivial = ck.Feature[API]("bench.trivial", cases=names)
 
     async def case(api: API) -> None:
         api["touched"] = 1
 
-    suite = ck.ContractSuite(feature, dict.fromkeys(names, case))
+    suite = ck.ContractSuite(trivial, dict.fromkeys(names, case))
 
     class Trivial(ck.FeatureImplementation[API]):
+        feature = trivial
+        coverage = trivial.coverage()
+
         def create(self, scope: ck.FeatureScope) -> API:
             api: API = {}
             scope.defer(api.clear)
             return api
 
-    Trivial.feature = feature
-    Trivial.coverage = feature.coverage()
     return Trivial(), suite
 
 
@@ -67,16 +68,12 @@ async def hand_loop(
     return results
 
 
-async def measure(
-    label: str, size: int, rounds: int
-) -> dict[str, list[float]]:
+async def measure(label: str, size: int, rounds: int) -> dict[str, list[float]]:
     implementation, suite = build(size)
     contenders: dict[str, Callable[[], Awaitable[Any]]] = {
         "hand-written loop": lambda: hand_loop(implementation, suite),
         "run_contract (default deadlines)": lambda: ck.run_contract(implementation, suite),
-        "run_contract (timeout=None)": lambda: ck.run_contract(
-            implementation, suite, timeout=None
-        ),
+        "run_contract (timeout=None)": lambda: ck.run_contract(implementation, suite, timeout=None),
     }
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):

@@ -1,0 +1,176 @@
+"""FeatureImplementation: declarations checked when the class is created."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+import conformkit as ck
+
+feature = ck.Feature[Any]("kv", cases=("read", "write"))
+
+
+class TestDeclarations:
+    def test_a_complete_declaration_is_accepted(self) -> None:
+        """A feature and a coverage naming every case make a usable class."""
+
+        class Memory(ck.FeatureImplementation[Any]):
+            feature = feature
+            coverage = feature.coverage(unsupported={"write": "read-only"})
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        assert (
+            repr(Memory())
+            == "<TestDeclarations.test_a_complete_declaration_is_accepted.<locals>.Memory implementing 'kv'>"
+        )
+
+    def test_rejects_coverage_missing_a_case(self) -> None:
+        """Coverage that leaves a case undeclared fails at class creation, naming it."""
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"Partial\.coverage does not declare case\(s\) 'write'",
+        ):
+
+            class Partial(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage = {"read": ck.Supported()}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_rejects_coverage_inventing_a_case(self) -> None:
+        """Coverage naming an undeclared case fails at class creation, with a hint."""
+        with pytest.raises(
+            ck.ContractDefinitionError, match="names case 'reed'.*did you mean 'read'"
+        ):
+
+            class Invented(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage = {"reed": ck.Supported(), "read": ck.Supported(), "write": ck.Supported()}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_rejects_values_that_are_not_markers(self) -> None:
+        """Coverage values must be Supported() or Unsupported(reason)."""
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"coverage\['read'\] must be Supported\(\)"
+        ):
+
+            class Truthy(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage = {"read": True, "write": ck.Supported()}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_rejects_a_coverage_that_is_not_a_mapping(self) -> None:
+        """A list of names is not a coverage declaration; the message says how to build one."""
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"must be a mapping.*feature\.coverage\(\)"
+        ):
+
+            class Listed(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage = ["read", "write"]  # type: ignore[assignment]
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_rejects_coverage_without_a_feature(self) -> None:
+        """Coverage without a feature is a mistake, not an abstract base."""
+        with pytest.raises(ck.ContractDefinitionError, match="feature must be a Feature, got None"):
+
+            class Orphan(ck.FeatureImplementation[Any]):
+                coverage = {"read": ck.Supported()}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_rejects_a_feature_that_is_not_a_feature(self) -> None:
+        """feature must be a Feature object."""
+        with pytest.raises(ck.ContractDefinitionError, match="feature must be a Feature, got 'kv'"):
+
+            class Named(ck.FeatureImplementation[Any]):
+                feature = "kv"  # type: ignore[assignment]
+                coverage = {"read": ck.Supported()}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_intermediate_bases_are_checked_at_their_subclasses(self) -> None:
+        """A base with neither attribute is abstract; its subclass is checked."""
+
+        class SqlBase(ck.FeatureImplementation[Any]):
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        with pytest.raises(ck.ContractDefinitionError, match="does not declare"):
+
+            class Sqlite(SqlBase):
+                feature = feature
+                coverage = {"read": ck.Supported()}
+
+    def test_create_is_abstract(self) -> None:
+        """A class without create() cannot be instantiated."""
+
+        class NoCreate(ck.FeatureImplementation[Any]):
+            feature = feature
+            coverage = feature.coverage()
+
+        with pytest.raises(TypeError, match="create"):
+            NoCreate()  # type: ignore[abstract]
+
+
+class TestHostOwnsTheLifecycle:
+    @pytest.mark.parametrize(
+        "name",
+        ["dispose", "close", "aclose", "open", "__aenter__", "__aexit__", "__enter__", "__exit__"],
+    )
+    def test_rejects_lifecycle_methods(self, name: str) -> None:
+        """A subclass cannot define a disposal or initialisation hook the host would never call."""
+        namespace: dict[str, Any] = {
+            "feature": feature,
+            "coverage": feature.coverage(),
+            "create": lambda self, scope: {},
+            name: lambda self, *args: None,
+        }
+        with pytest.raises(
+            ck.ContractDefinitionError, match=rf"defines '{name}'.*scope\.defer\(\)"
+        ):
+            type("Hooked", (ck.FeatureImplementation,), namespace)
+
+    def test_rejects_a_generator_create(self) -> None:
+        """create() that yields (fixture style) is rejected at class creation."""
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"create\(\) must return the API, not yield it"
+        ):
+
+            class Fixture(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage = feature.coverage()
+
+                def create(self, scope: ck.FeatureScope) -> Iterator[Any]:  # type: ignore[override]
+                    yield {}
+
+        with pytest.raises(ck.ContractDefinitionError, match="not yield it"):
+
+            class AsyncFixture(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage = feature.coverage()
+
+                async def create(self, scope: ck.FeatureScope) -> AsyncIterator[Any]:  # type: ignore[override]
+                    yield {}
+
+    def test_configuration_in_init_is_allowed(self) -> None:
+        """An implementation may take configuration in __init__ (a path, a DSN)."""
+
+        class Configured(ck.FeatureImplementation[Any]):
+            feature = feature
+            coverage = feature.coverage()
+
+            def __init__(self, path: str) -> None:
+                self.path = path
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {"path": self.path}
+
+        assert Configured("/tmp/x").path == "/tmp/x"

@@ -1,0 +1,244 @@
+"""Reports, their readable and JSON forms, and the gate."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import conformkit as ck
+
+PASSED, FAILED = ck.CaseStatus.PASSED, ck.CaseStatus.FAILED
+UNSUPPORTED, UNAVAILABLE = ck.CaseStatus.UNSUPPORTED, ck.CaseStatus.UNAVAILABLE
+
+
+def report(
+    *results: ck.CaseResult, cleanup_errors: tuple[BaseException, ...] = ()
+) -> ck.ContractReport:
+    return ck.ContractReport("kv", "Memory", results, cleanup_errors)
+
+
+def raised(exc: BaseException) -> BaseException:
+    """``exc`` with a real traceback, as the runner records it."""
+    try:
+        raise exc
+    except BaseException as caught:
+        return caught
+
+
+class TestCaseStatus:
+    def test_is_a_string_enum(self) -> None:
+        """Statuses compare equal to their strings and serialise as them."""
+        assert ck.CaseStatus.PASSED == "passed"
+        assert [status.value for status in ck.CaseStatus] == [
+            "passed",
+            "failed",
+            "unsupported",
+            "unavailable",
+        ]
+        assert json.dumps(ck.CaseStatus.FAILED) == '"failed"'
+
+
+class TestStr:
+    def test_summarises_counts_and_each_case_that_did_not_pass(self) -> None:
+        """One headline, then one line per non-passing case with its reason; passes stay quiet."""
+        text = str(
+            report(
+                ck.CaseResult("read", PASSED, duration=0.5),
+                ck.CaseResult(
+                    "write", FAILED, "case 'write' failed: boom\nsecond line", duration=0.25
+                ),
+                ck.CaseResult("ttl", UNSUPPORTED, "no clock"),
+            )
+        )
+        assert text.splitlines() == [
+            "kv × Memory: 1 passed, 1 failed, 1 unsupported in 0.75s",
+            "  FAILED write: case 'write' failed: boom…",
+            "  UNSUPPORTED ttl: no clock",
+        ]
+
+    def test_shortens_long_reasons(self) -> None:
+        """A very long reason is cut to one readable line."""
+        text = str(report(ck.CaseResult("read", FAILED, "x" * 1000)))
+        assert len(text.splitlines()[1]) < 300
+        assert text.endswith("…")
+
+    def test_lists_cleanup_errors_outside_cases(self) -> None:
+        """Failures that belong to no case get a line of their own."""
+        text = str(
+            report(ck.CaseResult("read", PASSED), cleanup_errors=(RuntimeError("pool leak"),))
+        )
+        assert "  CLEANUP ERROR: RuntimeError: pool leak" in text.splitlines()
+
+
+class TestToDict:
+    def test_is_json_ready(self) -> None:
+        """Statuses become strings and exceptions type, message and traceback text."""
+        error = raised(AssertionError("expected None"))
+        data = report(
+            ck.CaseResult(
+                "read", FAILED, "case 'read' failed", error, (raised(KeyError("k")),), 0.5
+            ),
+            ck.CaseResult("write", PASSED, duration=0.25),
+        ).to_dict()
+        assert json.loads(json.dumps(data)) == data
+        assert data["counts"] == {"passed": 1, "failed": 1, "unsupported": 0, "unavailable": 0}
+        first = data["results"][0]
+        assert first["status"] == "failed"
+        assert first["error"]["type"] == "AssertionError"
+        assert first["error"]["message"] == "expected None"
+        assert first["error"]["traceback"] == "".join(traceback.format_exception(error))
+        assert "in raised" in first["error"]["traceback"]
+        assert first["cleanup_errors"][0]["type"] == "KeyError"
+        assert data["results"][1] == {
+            "case_id": "write",
+            "status": "passed",
+            "reason": None,
+            "duration": 0.25,
+            "error": None,
+            "cleanup_errors": [],
+        }
+
+    def test_names_non_builtin_exception_types_with_their_module(self) -> None:
+        """A library exception is named by its import path."""
+        data = report(
+            ck.CaseResult("read", UNAVAILABLE, "no db", ck.FeatureUnavailable("no db"))
+        ).to_dict()
+        assert data["results"][0]["error"]["type"] == "conformkit.FeatureUnavailable"
+
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(list(ck.CaseStatus)),
+                st.text(),
+                st.floats(min_value=0, max_value=1e6),
+                st.none() | st.text(),
+            ),
+            max_size=8,
+        )
+    )
+    def test_every_report_round_trips_through_json(
+        self, rows: list[tuple[ck.CaseStatus, str, float, str | None]]
+    ) -> None:
+        """Whatever the results hold, to_dict() survives json.dumps/json.loads unchanged."""
+        results = [
+            ck.CaseResult(
+                f"case_{index}",
+                status,
+                reason,
+                ValueError(message) if reason else None,
+                (),
+                duration,
+            )
+            for index, (status, message, duration, reason) in enumerate(rows)
+        ]
+        data = report(*results).to_dict()
+        assert json.loads(json.dumps(data)) == data
+        assert [row["status"] for row in data["results"]] == [status.value for status, *_ in rows]
+        assert sum(data["counts"].values()) == len(rows)
+
+
+class TestLookup:
+    def test_by_case_id(self) -> None:
+        """report[case_id] finds a result; an unknown ID names the feature and the case."""
+        result = ck.CaseResult("read", PASSED)
+        assert report(result)["read"] is result
+        with pytest.raises(KeyError, match="no case 'nope'"):
+            report(result)["nope"]
+
+
+class TestAssertContract:
+    def test_a_report_with_passes_and_declared_gaps_holds(self) -> None:
+        """Passed and unsupported cases satisfy the default gate."""
+        ck.assert_contract(
+            report(ck.CaseResult("read", PASSED), ck.CaseResult("ttl", UNSUPPORTED, "no clock"))
+        )
+
+    @pytest.mark.parametrize(
+        ("result", "line"),
+        [
+            (ck.CaseResult("write", FAILED, "boom"), "  write: failed: boom"),
+            (ck.CaseResult("write", UNAVAILABLE, "no server"), "  write: unavailable: no server"),
+        ],
+    )
+    def test_rejects_failed_and_unavailable_cases(self, result: ck.CaseResult, line: str) -> None:
+        """Each offending case is listed with its status and reason."""
+        with pytest.raises(ck.ContractFailure) as caught:
+            ck.assert_contract(report(ck.CaseResult("read", PASSED), result))
+        assert isinstance(caught.value, AssertionError)
+        assert str(caught.value).splitlines() == ["contract 'kv' does not hold for Memory:", line]
+        assert caught.value.report.results[1] is result
+
+    def test_rejects_cleanup_errors_outside_cases(self) -> None:
+        """A cleanup failure outside any case fails the gate."""
+        with pytest.raises(ck.ContractFailure, match="cleanup error: RuntimeError: leak"):
+            ck.assert_contract(
+                report(ck.CaseResult("read", PASSED), cleanup_errors=(RuntimeError("leak"),))
+            )
+
+    def test_rejects_a_report_in_which_nothing_passed(self) -> None:
+        """Only unsupported cases prove nothing: the gate rejects it."""
+        with pytest.raises(ck.ContractFailure, match="no case passed"):
+            ck.assert_contract(report(ck.CaseResult("ttl", UNSUPPORTED, "no clock")))
+        with pytest.raises(ck.ContractFailure, match="no case passed"):
+            ck.assert_contract(report())
+
+    def test_require_full_rejects_unsupported_cases(self) -> None:
+        """With require_full=True, a declared gap fails the gate too."""
+        with pytest.raises(ck.ContractFailure) as caught:
+            ck.assert_contract(
+                report(
+                    ck.CaseResult("read", PASSED), ck.CaseResult("ttl", UNSUPPORTED, "no clock")
+                ),
+                require_full=True,
+            )
+        assert str(caught.value).splitlines() == [
+            "contract 'kv' does not hold for Memory (require_full=True: every case must pass):",
+            "  ttl: unsupported: no clock",
+        ]
+        ck.assert_contract(report(ck.CaseResult("read", PASSED)), require_full=True)
+
+    def test_rejects_things_that_are_not_reports(self) -> None:
+        """Passing something else is a TypeError, not a silent pass."""
+        with pytest.raises(TypeError, match="needs a ContractReport, got None"):
+            ck.assert_contract(None)  # type: ignore[arg-type]
+
+    def test_judges_a_real_run(self) -> None:
+        """The gate over run_contract_sync output: a failing case is named with the error's message."""
+        real = ck.Feature[dict[str, int]]("kv.real", cases=("ok", "broken"))
+
+        async def ok(api: dict[str, int]) -> None:
+            api["x"] = 1
+
+        async def broken(api: dict[str, int]) -> None:
+            raise AssertionError("value lost")
+
+        class Memory(ck.FeatureImplementation[dict[str, int]]):
+            feature = real
+            coverage = real.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> dict[str, int]:
+                return {}
+
+        outcome = ck.run_contract_sync(
+            Memory(), ck.ContractSuite(real, {"ok": ok, "broken": broken})
+        )
+        with pytest.raises(
+            ck.ContractFailure,
+            match=r"broken: failed: case 'broken' failed: AssertionError: value lost",
+        ):
+            ck.assert_contract(outcome)
+
+
+def test_results_are_immutable() -> None:
+    """A recorded result cannot be edited after the fact."""
+    import dataclasses
+
+    result = ck.CaseResult("read", PASSED)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.status = FAILED  # type: ignore[misc]
+    assert dataclasses.replace(result, reason="x") == ck.CaseResult("read", PASSED, "x")
