@@ -54,7 +54,7 @@ class TestFeature:
         one = ck.Feature[Any]("kv", cases=("a",))
         other = ck.Feature[Any]("kv", cases=("a",))
         assert one != other
-        assert one == one  # noqa: PLR0124  # identity is equality
+        assert one == one  # identity is equality
 
 
 class TestCoverageBuilder:

@@ -57,7 +57,10 @@ class TestPublicNames:
         import subprocess
         import sys
 
-        code = "import sys, conformkit; print(sorted(m for m in ('pytest', 'hypothesis', '_pytest') if m in sys.modules))"
+        code = (
+            "import sys, conformkit\n"
+            "print(sorted(m for m in ('pytest', '_pytest', 'hypothesis') if m in sys.modules))"
+        )
         output = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
