@@ -100,7 +100,9 @@ class ContractReport:
     :ivar feature_id: the feature's ID.
     :ivar implementation: a readable name of the implementation.
     :ivar results: one result per case, in the feature's declared order.
-    :ivar cleanup_errors: failures that belong to no single case.
+    :ivar cleanup_errors: failures that belong to no single case: background work
+        that failed only after its case was judged, because it outlived the
+        deadline of its join.
     """
 
     feature_id: str

@@ -12,6 +12,7 @@ from types import CoroutineType, TracebackType
 from typing import Any, Final, Generic, Literal, cast, final
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ._exceptions import CaseUnsupported, ContractDefinitionError, FeatureUnavailable
@@ -123,20 +124,32 @@ class _Plan(Generic[API]):
             case_id: suite[case_id] for case_id in implementation.feature.cases
         }
 
-    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> list[CaseResult]:
-        return await _Execution(self, len(case_ids)).run(case_ids, max_concurrency)
+    async def run(
+        self, case_ids: tuple[str, ...], max_concurrency: int
+    ) -> tuple[list[CaseResult], list[BaseException]]:
+        """Run the cases; return their results and the failures that outlived them."""
+        execution = _Execution(self, len(case_ids))
+        results = await execution.run(case_ids, max_concurrency)
+        return results, execution.late_errors()
 
 
 @final
 class _Execution(Generic[API]):
     """The state of one run: results so far, the task group, an interrupt to re-raise."""
 
-    __slots__ = ("interrupt", "plan", "results", "spawner")
+    __slots__ = ("interrupt", "plan", "results", "spawner", "stragglers")
 
     def __init__(self, plan: _Plan[API], size: int) -> None:
         self.plan = plan
         self.results: list[CaseResult | None] = [None] * size
         self.interrupt: BaseException | None = None
+        # Scopes whose background work outlived its join, with how many failures
+        # their case's result already holds: later ones go into the report.
+        self.stragglers: list[tuple[FeatureScope, int]] = []
+
+    def late_errors(self) -> list[BaseException]:
+        """Failures of background work that ended after its case was judged."""
+        return [exc for scope, known in self.stragglers for exc in scope._outcome[known:]]
 
     async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> list[CaseResult]:
         plan = self.plan
@@ -184,6 +197,9 @@ class _Execution(Generic[API]):
                             break
                     else:
                         return
+                # Left a scope the watchdog cancelled; an outside cancellation
+                # may have arrived meanwhile, unseen under that one.
+                await anyio.lowlevel.checkpoint_if_cancelled()
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:
@@ -223,6 +239,11 @@ class _Execution(Generic[API]):
         worker.deadline = None
         cleanup_errors = await scope._close()
         duration = perf_counter() - started
+        if scope._background is not None and scope._background.outlived:
+            self.stragglers.append((scope, len(cleanup_errors)))
+        if scope._awaited and worker.fired is not scope:
+            # An outside cancellation that arrived while cleanups ran shielded.
+            await anyio.lowlevel.checkpoint_if_cancelled()
 
         if error is None and not cleanup_errors and worker.fired is not scope:
             self.results[index] = CaseResult(case_id, CaseStatus.PASSED, None, None, (), duration)
@@ -338,8 +359,8 @@ async def run_contract(
     """
     plan = _Plan(implementation, suite, timeout)
     concurrency = _check_concurrency(max_concurrency)
-    results = await plan.run(implementation.feature.cases, concurrency)
-    return ContractReport(plan.feature_id, plan.name, tuple(results))
+    results, late_errors = await plan.run(implementation.feature.cases, concurrency)
+    return ContractReport(plan.feature_id, plan.name, tuple(results), tuple(late_errors))
 
 
 def _check_backend(backend: object) -> Backend:
@@ -413,11 +434,15 @@ class ContractCase(Generic[API]):
         __tracebackhide__ = True  # pytest shows the case's frames, not this one
         if isinstance(self.coverage, Unsupported):
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
-        [result] = await self._plan.run((self.id,), 1)
-        if result.status is CaseStatus.PASSED:
+        [result], late_errors = await self._plan.run((self.id,), 1)
+        if result.status is CaseStatus.PASSED and not late_errors:
             return
-        errors = ([result.error] if result.error is not None else []) + list(result.cleanup_errors)
-        if len(errors) == 1 and not result.cleanup_errors:
+        errors = [
+            *([result.error] if result.error is not None else []),
+            *result.cleanup_errors,
+            *late_errors,
+        ]
+        if len(errors) == 1 and result.error is not None:
             raise errors[0]
         raise BaseExceptionGroup(result.reason or f"case {self.id!r} failed", errors)
 

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 from typing_extensions import TypeVar, TypeVarTuple
 
@@ -59,6 +60,7 @@ class FeatureScope:
     """
 
     __slots__ = (
+        "_awaited",
         "_background",
         "_case_id",
         "_cleanups",
@@ -90,6 +92,9 @@ class FeatureScope:
         self._closed: anyio.Event | None = None
         self._background: _Background | None = None
         self._outcome: list[BaseException] = []
+        # Whether closing awaited (shielded) anything: an outside cancellation
+        # that arrived meanwhile is still pending, and the host must honour it.
+        self._awaited = False
 
     def __repr__(self) -> str:
         state = ("open", "closing", "closed")[self._state]
@@ -167,11 +172,15 @@ class FeatureScope:
                     await function(*args)
                 except Exception as exc:
                     background.errors.append(exc)
+                    if background.outlived:
+                        # The join gave up on this work before it failed: the
+                        # failure still belongs to the scope's outcome.
+                        self._outcome.append(exc)
                 finally:
                     background.scopes.discard(cancel_scope)
         finally:
             background.live -= 1
-            if background.live == 0:
+            if background.live == 0 and background.done is not None:
                 background.done.set()
 
     async def _close(self) -> list[BaseException]:
@@ -192,7 +201,7 @@ class FeatureScope:
         try:
             if self._closing is not None:
                 self._closing.set()
-            if self._background is not None and self._background.live:
+            if self._background is not None:
                 await self._join_background(self._background, errors)
             cleanups = self._cleanups
             while cleanups:
@@ -200,6 +209,7 @@ class FeatureScope:
                 try:
                     result = cleanup()
                     if result is not None and inspect.isawaitable(result):
+                        self._awaited = True
                         await self._await_cleanup(cleanup, result)
                 except BaseException as exc:
                     errors.append(exc)
@@ -210,12 +220,17 @@ class FeatureScope:
         return errors
 
     async def _join_background(self, background: _Background, errors: list[BaseException]) -> None:
-        for cancel_scope in background.scopes:
-            cancel_scope.cancel()
-        with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
-            await background.done.wait()
-        errors.extend(background.errors)
-        if deadline.cancelled_caught:
+        if background.live:
+            self._awaited = True
+            # Made only now: work may start and finish many times before closing.
+            background.done = done = anyio.Event()
+            for cancel_scope in background.scopes:
+                cancel_scope.cancel()
+            with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
+                await done.wait()
+            background.outlived = deadline.cancelled_caught
+        errors.extend(background.errors)  # work that failed before closing, too
+        if background.outlived:
             errors.append(
                 TimeoutError(
                     f"{self._where()}: background work did not finish within "
@@ -237,13 +252,14 @@ class FeatureScope:
 class _Background:
     """The background work of one scope: how many tasks live, their scopes and errors."""
 
-    __slots__ = ("done", "errors", "live", "scopes")
+    __slots__ = ("done", "errors", "live", "outlived", "scopes")
 
     def __init__(self) -> None:
         self.live = 0
+        self.outlived = False  # the join's deadline passed with work still running
         self.scopes: set[anyio.CancelScope] = set()
         self.errors: list[BaseException] = []
-        self.done = anyio.Event()
+        self.done: anyio.Event | None = None
 
 
 def _deadline(timeout: float | None) -> float:
@@ -347,6 +363,9 @@ async def open_feature(
             except BaseException as exc:
                 body_error = exc
             cleanup_errors = await scope._close()
+            if body_error is None and not cleanup_errors:
+                # A cancellation that arrived while cleanups ran shielded.
+                await anyio.lowlevel.checkpoint_if_cancelled()
     if create_error is not None:
         raise create_error
     if cleanup_errors:

@@ -9,9 +9,7 @@ disappears, the ignore becomes unused and mypy fails the build.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
-
-from typing_extensions import assert_type
+from typing import Literal, Protocol, assert_type
 
 import conformkit as ck
 
@@ -197,13 +195,13 @@ async def _read_your_writes(api: TextAPI) -> None:
     await api.write("key", "value")
 
 
-@plain_text_suite.case
-async def wrong_api(api: int) -> None:  # type: ignore[arg-type]
+@plain_text_suite.case  # type: ignore[arg-type]
+async def wrong_api(api: int) -> None:
     pass
 
 
-@suite.case("missing")
-async def wrong_api_named(api: int) -> None:  # type: ignore[arg-type]
+@suite.case("missing")  # type: ignore[arg-type]
+async def wrong_api_named(api: int) -> None:
     pass
 
 

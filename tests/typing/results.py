@@ -7,9 +7,7 @@ by pytest.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
-
-from typing_extensions import assert_type
+from typing import Any, Literal, Protocol, assert_type
 
 import conformkit as ck
 

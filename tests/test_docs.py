@@ -1,0 +1,236 @@
+"""The documentation's examples run, and do what the pages say they do."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+# The example files that are run as a user would run them (TestExamples), and
+# the shared contract module that all of them import.
+RUN_EXAMPLES = frozenset(
+    {"pytest_loop.py", "unittest_loop.py", "script.py", "ci_gate.py", "typing_checks.py"}
+)
+SHARED_EXAMPLES = frozenset({"text_contract.py"})
+
+_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<language>[^\s`]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+# pymdownx.snippets' block form: the lines between two `--8<--` lines name files,
+# each optionally with a section, `path:name`, marked `--8<-- [start:name]` in it.
+_SNIPPET_MARK = "--8<--"
+_SNIPPET_PATH = re.compile(r"^(?P<path>[^\s:]+)(?::(?P<section>[a-z][-_0-9a-z]*))?$")
+_SECTION_MARK = re.compile(r"--8<--\s*\[\s*(?P<kind>start|end)\s*:\s*(?P<name>[-_0-9a-z]+)\s*\]")
+
+
+@dataclass(frozen=True)
+class Code:
+    """Python source shown in the docs, and where it comes from for tracebacks."""
+
+    filename: Path
+    first_line: int
+    source: str
+
+    def compile(self) -> types.CodeType:
+        """Compile as a module of its own, its line numbers those of the page or file."""
+        code = compile(self.source, str(self.filename), "exec", dont_inherit=True)
+        return _shift_lines(code, self.first_line - 1)
+
+
+def _shift_lines(code: types.CodeType, offset: int) -> types.CodeType:
+    # Line tables are relative to co_firstlineno, so moving it moves every line;
+    # a traceback then quotes the block from the page, starting at the block.
+    constants = tuple(
+        _shift_lines(constant, offset) if isinstance(constant, types.CodeType) else constant
+        for constant in code.co_consts
+    )
+    return code.replace(co_firstlineno=code.co_firstlineno + offset, co_consts=constants)
+
+
+def python_blocks(page: Path) -> Iterator[Code]:
+    """Yield each ```python block of a page, snippet includes replaced by the included code."""
+    text = page.read_text(encoding="utf-8")
+    for fence in _FENCE.finditer(text):
+        if fence["language"] != "python":
+            continue
+        line = text.count("\n", 0, fence.start("body")) + 1
+        body = textwrap.dedent(fence["body"])
+        if _SNIPPET_MARK in body:
+            yield from _included(page, line, body)
+        else:
+            yield Code(page, line, body)
+
+
+def _included(page: Path, line: int, body: str) -> Iterator[Code]:
+    lines = body.strip().splitlines()
+    where = f"{page.name}:{line}"
+    if len(lines) < 3 or lines[0] != _SNIPPET_MARK or lines[-1] != _SNIPPET_MARK:
+        raise AssertionError(f"{where}: write snippets in block form, between two --8<-- lines")
+    for entry in lines[1:-1]:
+        match = _SNIPPET_PATH.match(entry.strip())
+        if match is None:
+            raise AssertionError(f"{where}: {entry!r} is not a snippet path")
+        path = ROOT / match["path"]
+        if path.parent != EXAMPLES or not path.is_file():
+            raise AssertionError(f"{where}: snippet {entry!r} is not a file in docs/examples/")
+        yield _section(path, match["section"])
+
+
+def _section(path: Path, name: str | None) -> Code:
+    """The lines of ``path`` that pymdownx.snippets includes for section ``name``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if name is None:
+        return Code(path, 1, "\n".join(lines))
+    inside, first = False, 0
+    kept: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        mark = _SECTION_MARK.search(line)
+        if mark is not None and mark["name"] == name:
+            if mark["kind"] == "start":
+                inside, first = True, number + 1
+                continue
+            return Code(path, first, textwrap.dedent("\n".join(kept)))
+        if inside and mark is None:
+            kept.append(line)
+    raise AssertionError(f"{path.name} has no complete section {name!r}")
+
+
+def included_files() -> set[str]:
+    """Names of the example files that the pages include."""
+    return {code.filename.name for page in PAGES for code in python_blocks(page)} - {
+        page.name for page in PAGES
+    }
+
+
+def run_example(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run ``python -W error ARGS`` as a user would, outside this test process."""
+    environment = {
+        name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")
+    }
+    environment["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ among the docs
+    return subprocess.run(
+        [sys.executable, "-W", "error", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+class TestExamples:
+    """The example files in docs/examples/, run the way the docs tell a user to run them."""
+
+    def test_script_prints_one_report_per_implementation(self) -> None:
+        """script.py prints each report: the counts, then each case that did not pass."""
+        run = run_example("docs/examples/script.py")
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        assert len(lines) == 3, run.stdout
+        assert lines[0].startswith("example.text × MemoryText: 3 passed in ")
+        assert lines[1].startswith("example.text × AppendOnlyText: 2 passed, 1 unsupported in ")
+        assert lines[2] == "  UNSUPPORTED delete: an append-only log cannot delete"
+
+    def test_ci_gate_passes_a_declared_gap(self) -> None:
+        """ci_gate.py exits 0: an unsupported case with a reason does not fail the gate."""
+        run = run_example("docs/examples/ci_gate.py")
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.splitlines()[-1] == "gate: every contract holds"
+        assert run.stderr == ""
+
+    def test_ci_gate_fails_with_require_full(self) -> None:
+        """ci_gate.py --require-full exits 1 and names the case that did not pass."""
+        run = run_example("docs/examples/ci_gate.py", "--require-full")
+        assert run.returncode == 1
+        assert run.stdout.splitlines()[-1] == "gate: FAILED"
+        assert run.stderr.splitlines() == [
+            "contract 'example.text' does not hold for AppendOnlyText "
+            "(require_full=True: every case must pass):",
+            "  delete: unsupported: an append-only log cannot delete",
+        ]
+
+    def test_pytest_loop_passes_and_skips_the_unsupported_case(self) -> None:
+        """pytest_loop.py runs every case on both backends; unsupported ones are skipped."""
+        run = run_example(
+            "-m", "pytest", "docs/examples/pytest_loop.py", "-p", "no:cacheprovider", "-v", "-rs"
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "test_text_contract[asyncio-MemoryText-missing] PASSED" in run.stdout
+        assert "test_text_contract[trio-AppendOnlyText-read_your_writes] PASSED" in run.stdout
+        assert "test_text_contract[trio-AppendOnlyText-delete] SKIPPED" in run.stdout
+        assert "AppendOnlyText: an append-only log cannot delete" in run.stdout
+        assert "10 passed, 2 skipped" in run.stdout
+
+    def test_unittest_loop_passes_and_skips_the_unsupported_subtest(self) -> None:
+        """unittest_loop.py runs one subtest per case; the unsupported one is skipped."""
+        run = run_example("-m", "unittest", "-v", "unittest_loop", cwd=EXAMPLES)
+        assert run.returncode == 0, run.stderr
+        assert (
+            "(implementation='AppendOnlyText', case='delete') ... "
+            "skipped 'AppendOnlyText: an append-only log cannot delete'"
+        ) in run.stderr
+        assert run.stderr.splitlines()[-1] == "OK (skipped=1)"
+
+    def test_typing_checks_show_the_runtime_checks(self) -> None:
+        """typing_checks.py runs; the runtime catches each mistake that it can see."""
+        run = run_example("docs/examples/typing_checks.py")
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        assert lines[:2] == ["MemoryTextAPI", "WrongCreate at run time: 3 failed"]
+        assert len([line for line in lines if line.startswith("run time: ")]) == 4
+        assert "did you mean 'read_your_writes'?" in lines[3]
+
+    def test_every_example_file_is_run_or_shared(self) -> None:
+        """Each file in docs/examples/ is run by a test above, or imported by those that are."""
+        files = {path.name for path in EXAMPLES.glob("*.py")}
+        assert files == RUN_EXAMPLES | SHARED_EXAMPLES
+
+
+@pytest.fixture
+def examples_importable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Let code blocks import the shared example contract, as the pages tell readers to."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    yield
+    for name in SHARED_EXAMPLES:
+        sys.modules.pop(name.removesuffix(".py"), None)
+
+
+class TestPages:
+    """The python code blocks of README.md and docs/*.md."""
+
+    @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+    @pytest.mark.usefixtures("examples_importable")
+    def test_python_blocks_run_in_order(self, page: Path) -> None:
+        """Every python block of a page runs, in order, in one namespace per page."""
+        namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
+        blocks = list(python_blocks(page))
+        assert blocks, f"{page.name} has no python block"
+        for code in blocks:
+            exec(code.compile(), namespace)
+
+    def test_included_examples_are_all_run(self) -> None:
+        """Every example file a page includes is one that TestExamples runs, or the contract."""
+        assert included_files() <= RUN_EXAMPLES | SHARED_EXAMPLES
+        assert "text_contract.py" in included_files()
+
+    def test_every_page_is_in_the_mkdocs_nav(self) -> None:
+        """mkdocs.yml lists every page under docs/, so none is built unreachable."""
+        config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+        assert re.search(r"^strict: true$", config, re.MULTILINE)
+        for page in DOCS.glob("*.md"):
+            assert re.search(rf"^  - [^:\n]+: {re.escape(page.name)}$", config, re.MULTILINE), page

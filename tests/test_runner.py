@@ -1,0 +1,1070 @@
+"""The runners (SPEC §4): run_contract, run_contract_sync and contract_cases."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import traceback
+import unittest
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+import conformkit as ck
+
+Backend: TypeAlias = Literal["asyncio", "trio"]
+BACKENDS: tuple[Backend, ...] = ("asyncio", "trio")
+STAGES = ("create", "case", "cleanup")
+PACKAGE_DIR = os.path.dirname(os.path.abspath(ck.__file__))
+FEATURE_ID = "test.runner"
+SHORT = 0.1  # seconds: small enough to keep the file fast, never hit by a quick stage
+
+
+class Probe:
+    """The API the test implementations create: which create() call made it, and the log."""
+
+    __slots__ = ("log", "number")
+
+    def __init__(self, number: int, log: list[str]) -> None:
+        self.number = number
+        self.log = log
+
+
+Case: TypeAlias = Callable[[Probe], Awaitable[None] | None]
+CreateHook: TypeAlias = Callable[[int, ck.FeatureScope], Awaitable[None]]
+
+
+@dataclass
+class Rig:
+    """A feature, its suite and an implementation whose create() logs what it does."""
+
+    feature: ck.Feature[Probe]
+    suite: ck.ContractSuite[Probe]
+    implementation: ck.FeatureImplementation[Probe]
+    log: list[str]
+    apis: list[Probe]
+
+    def entries(self, prefix: str) -> list[str]:
+        return [entry for entry in self.log if entry.startswith(prefix)]
+
+
+def rig(
+    cases: Mapping[str, Case],
+    *,
+    unsupported: Mapping[str, str] | None = None,
+    on_create: CreateHook | None = None,
+    feature_id: str = FEATURE_ID,
+) -> Rig:
+    """
+    Build a fresh feature with these cases, its suite and an implementation of it.
+
+    Each create() call gets the next number, logs ``create N``, defers a cleanup that
+    logs ``cleanup N`` and then awaits ``on_create(N, scope)``. With cases run one at
+    a time, the numbers follow the supported cases in declared order.
+    """
+    the_feature = ck.Feature[Probe](feature_id, cases=tuple(cases))
+    log: list[str] = []
+    apis: list[Probe] = []
+    numbers = itertools.count()
+
+    class ProbeImplementation(ck.FeatureImplementation[Probe]):
+        feature = the_feature
+        coverage = the_feature.coverage(unsupported=unsupported)
+
+        async def create(self, scope: ck.FeatureScope) -> Probe:
+            number = next(numbers)
+            log.append(f"create {number}")
+            scope.defer(functools.partial(log.append, f"cleanup {number}"))
+            if on_create is not None:
+                await on_create(number, scope)
+            api = Probe(number, log)
+            apis.append(api)
+            return api
+
+    suite = ck.ContractSuite(the_feature, dict(cases))
+    return Rig(the_feature, suite, ProbeImplementation(), log, apis)
+
+
+def passing(name: str) -> Case:
+    """A case that yields to the event loop once, logs ``case NAME on N`` and passes."""
+
+    async def case(api: Probe) -> None:
+        await anyio.lowlevel.checkpoint()
+        api.log.append(f"case {name} on {api.number}")
+
+    return case
+
+
+def quiet(name: str) -> Case:
+    """A sync case that never yields to the event loop: it logs ``case NAME on N`` and passes."""
+
+    def case(api: Probe) -> None:
+        api.log.append(f"case {name} on {api.number}")
+
+    return case
+
+
+async def hang(api: Probe) -> None:
+    """A case that never finishes by itself."""
+    await anyio.sleep_forever()
+
+
+def statuses(report: ck.ContractReport) -> list[ck.CaseStatus]:
+    return [result.status for result in report.results]
+
+
+class Gate:
+    """Opens only once ``size`` tasks wait at it together."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.waiting = 0
+        self.opened = anyio.Event()
+
+    async def wait(self) -> None:
+        self.waiting += 1
+        if self.waiting >= self.size:
+            self.opened.set()
+        await self.opened.wait()
+
+
+PASSED = ck.CaseStatus.PASSED
+FAILED = ck.CaseStatus.FAILED
+UNSUPPORTED = ck.CaseStatus.UNSUPPORTED
+UNAVAILABLE = ck.CaseStatus.UNAVAILABLE
+
+
+class TestFreshScope:
+    """§4.1: a fresh scope per supported case, always disposed; unsupported cases never run."""
+
+    @pytest.mark.anyio
+    async def test_each_case_gets_its_own_create_and_its_cleanups_run_after_it(self) -> None:
+        """Cases run one at a time create once each, on distinct APIs, cleaned up in turn."""
+        r = rig({name: passing(name) for name in ("a", "b", "c")})
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [PASSED] * 3
+        assert [result.reason for result in report.results] == [None] * 3
+        assert r.log == [
+            "create 0",
+            "case a on 0",
+            "cleanup 0",
+            "create 1",
+            "case b on 1",
+            "cleanup 1",
+            "create 2",
+            "case c on 2",
+            "cleanup 2",
+        ]
+        assert len({id(api) for api in r.apis}) == 3
+
+    @pytest.mark.anyio
+    async def test_concurrent_cases_each_get_their_own_create_and_cleanup(self) -> None:
+        """Under max_concurrency>1 each case has its own API, made before it, cleaned after it."""
+        gate = Gate(3)
+
+        def meeting(name: str) -> Case:
+            async def case(api: Probe) -> None:
+                await gate.wait()
+                api.log.append(f"case {name} on {api.number}")
+
+            return case
+
+        r = rig({name: meeting(name) for name in ("a", "b", "c")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=5, max_concurrency=3)
+        assert statuses(report) == [PASSED] * 3
+        assert len(r.entries("create")) == 3
+        assert len({id(api) for api in r.apis}) == 3
+        ran = {entry.split()[-1] for entry in r.entries("case")}
+        assert ran == {"0", "1", "2"}  # every case ran on an API of its own
+        for number in ran:
+            create = r.log.index(f"create {number}")
+            [case] = [i for i, entry in enumerate(r.log) if entry.endswith(f" on {number}")]
+            assert create < case < r.log.index(f"cleanup {number}")
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("max_concurrency", [1, 3])
+    async def test_unsupported_case_is_reported_with_its_reason_and_never_run(
+        self, max_concurrency: int
+    ) -> None:
+        """An unsupported case gets no create() and no call, and reports the declared reason."""
+        r = rig(
+            {name: passing(name) for name in ("a", "b", "c")},
+            unsupported={"b": "no clock in this backend"},
+        )
+        report = await ck.run_contract(
+            r.implementation, r.suite, timeout=5, max_concurrency=max_concurrency
+        )
+        assert statuses(report) == [PASSED, UNSUPPORTED, PASSED]
+        assert report["b"].reason == "no clock in this backend"
+        assert report["b"].error is None
+        assert len(r.entries("create")) == 2
+        assert not [entry for entry in r.log if entry.startswith("case b")]
+
+    @pytest.mark.anyio
+    async def test_an_all_unsupported_run_creates_nothing(self) -> None:
+        """When no case is supported, create() is never called."""
+        r = rig({"a": passing("a")}, unsupported={"a": "read-only backend"})
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [UNSUPPORTED]
+        assert r.log == []
+
+
+class TestOrder:
+    """§4.2: results follow the declared case order, whatever the concurrency."""
+
+    @pytest.mark.anyio
+    async def test_results_keep_declared_order_when_cases_finish_in_reverse(self) -> None:
+        """Cases finishing last-to-first still report in declared order."""
+        names = ("first", "second", "third", "fourth")
+        done = {name: anyio.Event() for name in names}
+        finished: list[str] = []
+
+        def chained(name: str, after: str | None) -> Case:
+            async def case(api: Probe) -> None:
+                if after is not None:
+                    await done[after].wait()
+                finished.append(name)
+                done[name].set()
+
+            return case
+
+        successors: list[str | None] = [*names[1:], None]
+        r = rig({name: chained(name, after) for name, after in zip(names, successors, strict=True)})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=5, max_concurrency=4)
+        assert finished == list(reversed(names))
+        assert [result.case_id for result in report.results] == list(names)
+        assert statuses(report) == [PASSED] * 4
+
+    @pytest.mark.anyio
+    async def test_max_concurrency_overlaps_cases_up_to_the_limit(self) -> None:
+        """max_concurrency=3 really has three cases in flight at once, and never more."""
+        gate = Gate(3)
+        in_flight = 0
+        peak = 0
+
+        async def meet(api: Probe) -> None:
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                await gate.wait()
+            finally:
+                in_flight -= 1
+
+        r = rig({name: meet for name in ("a", "b", "c", "d", "e")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=5, max_concurrency=3)
+        assert statuses(report) == [PASSED] * 5
+        assert peak == 3
+
+
+class TestDeadlines:
+    """§4.3: every stage runs under a deadline; an overrun fails only that case."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("stage", STAGES)
+    async def test_an_overrunning_stage_fails_its_case_and_the_run_goes_on(
+        self, stage: str
+    ) -> None:
+        """A hanging stage fails its case naming feature, case and stage; later cases still pass."""
+        hanging = {1, 3}  # the create() calls of cases 'second' and 'fourth'
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number in hanging and stage == "create":
+                await anyio.sleep_forever()
+            if number in hanging and stage == "cleanup":
+                scope.defer(anyio.sleep_forever)
+
+        def case(name: str) -> Case:
+            return hang if stage == "case" and name in ("second", "fourth") else passing(name)
+
+        names = ("first", "second", "third", "fourth")
+        r = rig({name: case(name) for name in names}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert statuses(report) == [PASSED, FAILED, PASSED, FAILED]
+        for case_id, number in (("second", 1), ("fourth", 3)):
+            result = report[case_id]
+            assert result.reason is not None
+            assert repr(FEATURE_ID) in result.reason
+            assert repr(case_id) in result.reason
+            assert repr(stage) in result.reason
+            if stage == "cleanup":
+                assert [type(exc) for exc in result.cleanup_errors] == [TimeoutError]
+            else:
+                assert isinstance(result.error, TimeoutError)
+            assert f"cleanup {number}" in r.log  # the other cleanups still ran
+        # The watchdog recovered: the case after the first overrun ran and passed,
+        # and the second overrun was caught as well.
+        assert "case third on 2" in r.log
+
+    @pytest.mark.anyio
+    async def test_timeout_none_disables_deadlines(self) -> None:
+        """With timeout=None a case slower than any small deadline passes."""
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(2 * SHORT)
+
+        r = rig({"slow": slow})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=None)
+        assert statuses(report) == [PASSED]
+
+    @pytest.mark.anyio
+    async def test_a_case_that_swallows_its_deadline_cancellation_still_fails(self) -> None:
+        """Swallowing the cancellation a deadline sent does not turn an overrun into a pass."""
+
+        async def swallow(api: Probe) -> None:
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                api.log.append("swallowed")  # deliberately not re-raised: the defect under test
+
+        r = rig({"swallow": swallow, "after": passing("after")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert statuses(report) == [FAILED, PASSED]
+        assert "swallowed" in r.log
+        assert isinstance(report["swallow"].error, TimeoutError)
+        assert "cleanup 0" in r.log
+
+    @pytest.mark.anyio
+    async def test_a_deadline_under_concurrency_fails_only_the_overrunning_case(self) -> None:
+        """With max_concurrency=2 an overrun cancels its own case, not one in flight beside it."""
+        timeout = 0.5
+        hang_started = anyio.Event()
+        hang_cancelled = anyio.Event()
+
+        async def overrun(api: Probe) -> None:
+            hang_started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                hang_cancelled.set()
+
+        async def beside(api: Probe) -> None:
+            await hang_started.wait()
+            # Half a deadline: the next case in this lane then starts its stages
+            # well after 'overrun' started, so its own deadlines fire well after.
+            await anyio.sleep(timeout / 2)
+
+        async def witness(api: Probe) -> None:
+            await hang_cancelled.wait()  # still in flight when the overrun is cancelled
+
+        r = rig({"overrun": overrun, "beside": beside, "witness": witness})
+        report = await ck.run_contract(
+            r.implementation, r.suite, timeout=timeout, max_concurrency=2
+        )
+        assert statuses(report) == [FAILED, PASSED, PASSED]
+        assert isinstance(report["overrun"].error, TimeoutError)
+        assert len(r.entries("cleanup")) == 3
+
+
+class TestCleanupFailure:
+    """§4.4: a cleanup failure fails the case even when its assertion held."""
+
+    @pytest.mark.anyio
+    async def test_a_failing_cleanup_fails_a_passing_case(self) -> None:
+        """The case fails, the reason says cleanup, cleanup_errors holds the exception."""
+        boom = RuntimeError("disk still mounted")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            def unmount() -> None:
+                raise boom
+
+            scope.defer(unmount)
+
+        r = rig({"holds": passing("holds")}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite)
+        result = report["holds"]
+        assert result.status is FAILED
+        assert result.reason is not None
+        assert "cleanup" in result.reason
+        assert "disk still mounted" in result.reason
+        assert result.cleanup_errors == (boom,)
+        assert r.log == ["create 0", "case holds on 0", "cleanup 0"]
+
+
+class TestUnavailable:
+    """§3.8: FeatureUnavailable means unavailable only when create() raises it."""
+
+    @pytest.mark.anyio
+    async def test_feature_unavailable_from_create_makes_the_case_unavailable(self) -> None:
+        """create() raising FeatureUnavailable: status unavailable, its message in the reason."""
+        absent = ck.FeatureUnavailable("no database server on localhost:5432")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            raise absent
+
+        r = rig({"needs_server": passing("needs_server")}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite)
+        result = report["needs_server"]
+        assert result.status is UNAVAILABLE
+        assert result.reason is not None
+        assert "no database server on localhost:5432" in result.reason
+        assert result.error is absent
+        assert r.log == ["create 0", "cleanup 0"]  # rolled back; the case never ran
+
+    @pytest.mark.anyio
+    async def test_feature_unavailable_inside_a_case_fails_it(self) -> None:
+        """A case body raising FeatureUnavailable is failed, not unavailable."""
+
+        async def body(api: Probe) -> None:
+            raise ck.FeatureUnavailable("no extension")
+
+        r = rig({"body": body})
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [FAILED]
+        assert isinstance(report["body"].error, ck.FeatureUnavailable)
+
+
+def check_read(value: str | None) -> None:
+    if value is None:
+        raise AssertionError("expected 'stored' back, got None")
+
+
+def broken_sync_case(api: Probe) -> None:
+    check_read(None)
+
+
+async def broken_async_case(api: Probe) -> None:
+    await anyio.lowlevel.checkpoint()
+    check_read(None)
+
+
+class TestFailureLocalisation:
+    """A failed case points at the user's code, not at conformkit's."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "function", [broken_sync_case, broken_async_case], ids=["sync", "async"]
+    )
+    async def test_a_failure_names_the_case_and_starts_in_the_case_function(
+        self, function: Case
+    ) -> None:
+        """Reason names case and message; the traceback starts in the case, free of conformkit."""
+        r = rig({"fine": passing("fine"), "read_back": function})
+        report = await ck.run_contract(r.implementation, r.suite)
+        result = report["read_back"]
+        assert result.status is FAILED
+        assert result.reason is not None
+        assert "read_back" in result.reason
+        assert "expected 'stored' back, got None" in result.reason
+        assert isinstance(result.error, AssertionError)
+        first = result.error.__traceback__
+        assert first is not None
+        assert first.tb_frame.f_code is function.__code__
+        text = "".join(traceback.format_exception(result.error))
+        assert function.__name__ in text
+        assert "check_read" in text
+        assert PACKAGE_DIR not in text
+
+
+class TestInterrupts:
+    """KeyboardInterrupt and SystemExit stop the run, bare, once cleanups ran."""
+
+    @staticmethod
+    def interrupted_rig(raised: BaseException) -> Rig:
+        async def interrupting(api: Probe) -> None:
+            await anyio.lowlevel.checkpoint()
+            raise raised
+
+        return rig(
+            {
+                "before": passing("before"),
+                "interrupting": interrupting,
+                "after": passing("after"),
+            }
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+    async def test_an_interrupt_propagates_bare_after_cleanup(
+        self, interrupt: type[BaseException]
+    ) -> None:
+        """run_contract re-raises the very interrupt, after the case's cleanup, running no more."""
+        raised = interrupt("stop")
+        r = self.interrupted_rig(raised)
+        with pytest.raises(interrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite)
+        assert excinfo.value is raised
+        assert r.log == ["create 0", "case before on 0", "cleanup 0", "create 1", "cleanup 1"]
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+    def test_an_interrupt_propagates_bare_from_run_contract_sync(
+        self, backend: Backend, interrupt: type[BaseException]
+    ) -> None:
+        """run_contract_sync re-raises the very interrupt, after the case's cleanup."""
+        raised = interrupt("stop")
+        r = self.interrupted_rig(raised)
+        with pytest.raises(interrupt) as excinfo:
+            ck.run_contract_sync(r.implementation, r.suite, backend=backend)
+        assert excinfo.value is raised
+        assert r.log == ["create 0", "case before on 0", "cleanup 0", "create 1", "cleanup 1"]
+
+    @pytest.mark.anyio
+    async def test_an_interrupt_under_concurrency_cleans_up_every_case_in_flight(self) -> None:
+        """At max_concurrency=3 the interrupt propagates bare; each case in flight is disposed."""
+        raised = KeyboardInterrupt()
+        gate = Gate(3)
+        async_cleanups: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            async def async_cleanup() -> None:
+                await anyio.lowlevel.checkpoint()
+                async_cleanups.append(f"async cleanup {number}")
+
+            scope.defer(async_cleanup)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            raise raised
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        r = rig({"interrupting": interrupting, "one": waiting, "two": waiting}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite, timeout=5, max_concurrency=3)
+        assert excinfo.value is raised
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1", "cleanup 2"]
+        assert sorted(async_cleanups) == [
+            "async cleanup 0",
+            "async cleanup 1",
+            "async cleanup 2",
+        ]
+
+
+class TestOutsideCancellation:
+    """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    @pytest.mark.parametrize("stage", STAGES)
+    async def test_cancelling_the_run_during_a_stage(
+        self, stage: str, timeout: float | None
+    ) -> None:
+        """Cancelled mid-stage, the run propagates it, cleans up once and starts nothing more."""
+        started = anyio.Event()
+        release = anyio.Event()
+        events: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 1:
+                return
+            if stage == "create":
+                started.set()
+                await anyio.sleep_forever()
+            if stage == "cleanup":
+
+                async def slow_cleanup() -> None:
+                    started.set()
+                    await release.wait()
+                    events.append("slow cleanup finished")
+
+                scope.defer(slow_cleanup)
+
+        async def interrupted(api: Probe) -> None:
+            if stage == "case":
+                started.set()
+                await anyio.sleep_forever()
+
+        # 'after' never yields: only the runner itself can notice the cancellation
+        # before starting it, or before returning a report.
+        r = rig(
+            {"before": passing("before"), "interrupted": interrupted, "after": quiet("after")},
+            on_create=on_create,
+        )
+        report: ck.ContractReport | None = None
+        async with anyio.create_task_group() as task_group:
+            with anyio.CancelScope() as outer:
+
+                async def cancel_once_started() -> None:
+                    await started.wait()
+                    outer.cancel()
+                    release.set()
+
+                task_group.start_soon(cancel_once_started)
+                report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+            task_group.cancel_scope.cancel()  # if the run ended by itself, stop waiting for it
+        assert outer.cancelled_caught, "the cancellation did not propagate out of run_contract"
+        assert report is None
+        assert r.log.count("cleanup 1") == 1
+        assert "create 2" not in r.log  # no case starts once the run is cancelled
+        if stage == "cleanup":
+            assert events == ["slow cleanup finished"]  # shielded: not cut short
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    async def test_cancelling_the_run_during_the_last_cleanup(self, timeout: float | None) -> None:
+        """Cancelled while the last case's cleanup runs, the run still returns no report."""
+        started = anyio.Event()
+        release = anyio.Event()
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            async def slow_cleanup() -> None:
+                started.set()
+                await release.wait()
+
+            scope.defer(slow_cleanup)
+
+        r = rig({"only": quiet("only")}, on_create=on_create)
+        report: ck.ContractReport | None = None
+        async with anyio.create_task_group() as task_group:
+            with anyio.CancelScope() as outer:
+
+                async def cancel_once_started() -> None:
+                    await started.wait()
+                    outer.cancel()
+                    release.set()
+
+                task_group.start_soon(cancel_once_started)
+                report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+            task_group.cancel_scope.cancel()  # if the run ended by itself, stop waiting for it
+        assert outer.cancelled_caught, "the cancellation did not propagate out of run_contract"
+        assert report is None
+        assert r.log == ["create 0", "case only on 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    async def test_move_on_after_around_run_contract(self) -> None:
+        """A move_on_after deadline around the run cancels a hanging case and disposes it once."""
+        r = rig({"hangs": hang, "after": passing("after")})
+        report: ck.ContractReport | None = None
+        with anyio.move_on_after(SHORT) as outer:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=None)
+        assert outer.cancelled_caught
+        assert report is None
+        assert r.log == ["create 0", "cleanup 0"]
+
+
+async def expect_rejection(
+    r: Rig,
+    implementation: Any,
+    suite: Any,
+    fragments: Sequence[str],
+    *,
+    error: type[Exception] = ck.ContractDefinitionError,
+    **options: Any,
+) -> None:
+    """Both run_contract and contract_cases refuse, naming each fragment, running nothing."""
+    with pytest.raises(error) as excinfo:
+        await ck.run_contract(implementation, suite, **options)
+    for fragment in fragments:
+        assert fragment in str(excinfo.value)
+    if "max_concurrency" not in options:
+        with pytest.raises(error) as excinfo:
+            ck.contract_cases(implementation, suite, **options)
+        for fragment in fragments:
+            assert fragment in str(excinfo.value)
+    assert r.log == []
+
+
+class TestDefinitionChecks:
+    """§4.6: definitions and options are checked before anything runs."""
+
+    @pytest.mark.anyio
+    async def test_a_suite_for_a_different_feature_is_rejected(self) -> None:
+        """The error names both features."""
+        left = rig({"a": passing("a")}, feature_id="test.left")
+        right = rig({"a": passing("a")}, feature_id="test.right")
+        await expect_rejection(left, left.implementation, right.suite, ["test.left", "test.right"])
+
+    @pytest.mark.anyio
+    async def test_features_sharing_an_id_are_still_different(self) -> None:
+        """Two Feature objects with one ID do not match, and the error says they share it."""
+        one = rig({"a": passing("a")}, feature_id="test.shared")
+        two = rig({"a": passing("a")}, feature_id="test.shared")
+        await expect_rejection(one, one.implementation, two.suite, ["test.shared", "share"])
+        assert two.log == []
+
+    @pytest.mark.anyio
+    async def test_a_suite_missing_a_case_is_rejected(self) -> None:
+        """The error names the case the suite has no function for."""
+        r = rig({"present": passing("present"), "absent": passing("absent")})
+        incomplete = ck.ContractSuite(r.feature, {"present": passing("present")})
+        await expect_rejection(r, r.implementation, incomplete, ["'absent'"])
+
+    @pytest.mark.anyio
+    async def test_an_implementation_class_instead_of_an_instance_is_rejected(self) -> None:
+        """The error names the class and asks for an instance."""
+        r = rig({"a": passing("a")})
+        await expect_rejection(
+            r, type(r.implementation), r.suite, ["ProbeImplementation", "instance"]
+        )
+
+    @pytest.mark.anyio
+    async def test_coverage_missing_a_case_on_the_instance_is_rejected(self) -> None:
+        """Coverage changed on the instance to drop a case is caught at run start."""
+        r = rig({"kept": passing("kept"), "dropped": passing("dropped")})
+        r.implementation.coverage = {"kept": ck.Supported()}
+        await expect_rejection(r, r.implementation, r.suite, ["'dropped'"])
+
+    @pytest.mark.anyio
+    async def test_coverage_inventing_a_case_on_the_instance_is_rejected(self) -> None:
+        """Coverage changed on the instance to add an undeclared case is caught at run start."""
+        r = rig({"kept": passing("kept")})
+        r.implementation.coverage = {"kept": ck.Supported(), "invented": ck.Supported()}
+        await expect_rejection(r, r.implementation, r.suite, ["'invented'"])
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("max_concurrency", [0, True, "2"])
+    async def test_a_bad_max_concurrency_is_a_value_error(self, max_concurrency: object) -> None:
+        """max_concurrency must be an int of at least 1; nothing runs otherwise."""
+        r = rig({"a": passing("a")})
+        await expect_rejection(
+            r,
+            r.implementation,
+            r.suite,
+            ["max_concurrency", repr(max_concurrency)],
+            error=ValueError,
+            max_concurrency=max_concurrency,
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [0, -1, math.nan])
+    async def test_a_bad_timeout_is_a_value_error(self, timeout: float) -> None:
+        """timeout must be a positive number or None; nothing runs otherwise."""
+        r = rig({"a": passing("a")})
+        await expect_rejection(
+            r, r.implementation, r.suite, ["timeout"], error=ValueError, timeout=timeout
+        )
+
+    def test_an_unknown_backend_is_a_value_error(self) -> None:
+        """run_contract_sync and run_sync reject backend='curio' before anything runs."""
+        r = rig({"a": passing("a")})
+        with pytest.raises(ValueError, match="curio"):
+            ck.run_contract_sync(r.implementation, r.suite, backend="curio")  # type: ignore[arg-type]
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(ValueError, match="curio"):
+            case.run_sync(backend="curio")  # type: ignore[arg-type]
+        assert r.log == []
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_run_contract_sync_checks_definitions_first(self, backend: Backend) -> None:
+        """run_contract_sync raises ContractDefinitionError before running anything."""
+        r = rig({"present": passing("present"), "absent": passing("absent")})
+        incomplete = ck.ContractSuite(r.feature, {"present": passing("present")})
+        with pytest.raises(ck.ContractDefinitionError, match="'absent'"):
+            ck.run_contract_sync(r.implementation, incomplete, backend=backend)
+        assert r.log == []
+
+
+class TestContractCases:
+    """§4.8: contract_cases gives one runnable case per declared case."""
+
+    def test_one_case_per_declared_case_with_stable_ids(self) -> None:
+        """IDs follow the declared order, are stable across calls, and str(case) is the ID."""
+        names = ("zeta", "alpha", "mid")
+        r = rig({name: passing(name) for name in names}, unsupported={"alpha": "not here"})
+        cases = ck.contract_cases(r.implementation, r.suite)
+        assert all(isinstance(case, ck.ContractCase) for case in cases)
+        assert [case.id for case in cases] == list(names)
+        assert [str(case) for case in cases] == list(names)
+        again = ck.contract_cases(r.implementation, r.suite)
+        assert [case.id for case in again] == list(names)
+        assert r.log == []  # building the cases runs nothing
+
+    @pytest.mark.anyio
+    async def test_a_passing_case_runs_once_and_returns(self) -> None:
+        """run() on a passing case creates, runs and cleans up that case only."""
+        r = rig({"a": passing("a"), "b": passing("b")})
+        _, second = ck.contract_cases(r.implementation, r.suite)
+        await second.run()
+        assert r.log == ["create 0", "case b on 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    async def test_a_failing_case_raises_its_own_error(self) -> None:
+        """run() re-raises the very exception the case raised, after cleanup."""
+        error = AssertionError("expected 'stored' back")
+
+        async def fails(api: Probe) -> None:
+            raise error
+
+        r = rig({"fails": fails})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(AssertionError) as excinfo:
+            await case.run()
+        assert excinfo.value is error
+        assert r.log == ["create 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    async def test_an_unsupported_case_raises_skip_test_with_the_reason(self) -> None:
+        """run() on an unsupported case raises CaseUnsupported, a SkipTest, without running it."""
+        r = rig({"a": passing("a")}, unsupported={"a": "no clock in this backend"})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(unittest.SkipTest) as excinfo:
+            await case.run()
+        assert isinstance(excinfo.value, ck.CaseUnsupported)
+        assert "no clock in this backend" in str(excinfo.value)
+        assert r.log == []
+
+    @pytest.mark.anyio
+    async def test_an_unavailable_case_raises_the_feature_unavailable(self) -> None:
+        """run() on a case whose create() lacks a facility raises that FeatureUnavailable."""
+        absent = ck.FeatureUnavailable("no database server")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            raise absent
+
+        r = rig({"a": passing("a")}, on_create=on_create)
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(ck.FeatureUnavailable) as excinfo:
+            await case.run()
+        assert excinfo.value is absent
+
+    @pytest.mark.anyio
+    async def test_failed_cleanups_raise_an_exception_group(self) -> None:
+        """run() on a case whose cleanup failed raises a group holding the cleanup error."""
+        boom = OSError("socket still bound")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            def unbind() -> None:
+                raise boom
+
+            scope.defer(unbind)
+
+        r = rig({"a": passing("a")}, on_create=on_create)
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(ExceptionGroup) as excinfo:
+            await case.run()
+        assert excinfo.value.exceptions == (boom,)
+
+    @pytest.mark.anyio
+    async def test_an_overrun_raises_timeout_error(self) -> None:
+        """run() on a case that overruns its deadline raises TimeoutError naming the stage."""
+        r = rig({"hangs": hang, "after": passing("after")})
+        hangs, after = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
+        with pytest.raises(TimeoutError, match="'case'"):
+            await hangs.run()
+        await after.run()
+        assert r.log == ["create 0", "cleanup 0", "create 1", "case after on 1", "cleanup 1"]
+
+    @pytest.mark.anyio
+    async def test_an_interrupt_propagates_bare_from_run(self) -> None:
+        """run() re-raises a KeyboardInterrupt unwrapped, after the case's cleanup."""
+        raised = KeyboardInterrupt()
+
+        async def interrupting(api: Probe) -> None:
+            raise raised
+
+        r = rig({"a": interrupting})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await case.run()
+        assert excinfo.value is raised
+        assert r.log == ["create 0", "cleanup 0"]
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_run_sync_works_on_both_backends(self, backend: Backend) -> None:
+        """run_sync passes, fails with the case's error and skips, on either backend."""
+        error = AssertionError("broken")
+
+        async def fails(api: Probe) -> None:
+            raise error
+
+        r = rig(
+            {"holds": passing("holds"), "fails": fails, "skipped": passing("skipped")},
+            unsupported={"skipped": "not here"},
+        )
+        holds, failing, skipped = ck.contract_cases(r.implementation, r.suite)
+        holds.run_sync(backend=backend)
+        with pytest.raises(AssertionError) as excinfo:
+            failing.run_sync(backend=backend)
+        assert excinfo.value is error
+        with pytest.raises(unittest.SkipTest, match="not here"):
+            skipped.run_sync(backend=backend)
+        assert r.log == ["create 0", "case holds on 0", "cleanup 0", "create 1", "cleanup 1"]
+
+    @pytest.mark.anyio
+    async def test_concurrent_runs_of_one_plan_do_not_interfere(self) -> None:
+        """Three runs of two cases of one plan, in flight at once, each pass on their own API."""
+        gate = Gate(3)
+
+        async def meet(api: Probe) -> None:
+            await gate.wait()
+            api.log.append(f"met on {api.number}")
+
+        r = rig({"one": meet, "two": meet})
+        one, two = ck.contract_cases(r.implementation, r.suite, timeout=5)
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(one.run)
+            task_group.start_soon(one.run)
+            task_group.start_soon(two.run)
+        assert sorted(r.entries("create")) == ["create 0", "create 1", "create 2"]
+        assert sorted(r.entries("met")) == ["met on 0", "met on 1", "met on 2"]
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1", "cleanup 2"]
+        assert len({id(api) for api in r.apis}) == 3
+
+
+CONTRACT_MODULE = """
+from __future__ import annotations
+
+import conformkit as ck
+
+
+class API:
+    value = 1
+
+
+feature = ck.Feature[API]("demo.sub", cases=("holds", "breaks", "later"))
+suite = ck.ContractSuite(feature)
+
+
+@suite.case
+async def holds(api: API) -> None:
+    assert api.value == 1
+
+
+@suite.case
+async def breaks(api: API) -> None:
+    raise AssertionError("value drifted to 2")
+
+
+@suite.case
+async def later(api: API) -> None:
+    raise AssertionError("an unsupported case must never run")
+
+
+class Memory(ck.FeatureImplementation[API]):
+    feature = feature
+    coverage = feature.coverage(unsupported={"later": "no clock in this backend"})
+
+    def create(self, scope: ck.FeatureScope) -> API:
+        return API()
+"""
+
+PYTEST_FILE = """
+import pytest
+
+from contract_demo import Memory, ck, suite
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", ck.contract_cases(Memory(), suite), ids=str)
+async def test_memory(case):
+    await case.run()
+"""
+
+UNITTEST_FILE = """
+import unittest
+
+from contract_demo import Memory, ck, suite
+
+
+class TestMemory(unittest.IsolatedAsyncioTestCase):
+    async def test_contract(self):
+        for case in ck.contract_cases(Memory(), suite):
+            with self.subTest(case=case.id):
+                await case.run()
+"""
+
+
+def run_python(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    environment.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+class TestTestRunners:
+    """§4.8: pytest and unittest loops over contract_cases report pass, fail and skip."""
+
+    def test_a_pytest_loop_reports_the_skip_with_its_reason_and_the_failure(
+        self, tmp_path: Path
+    ) -> None:
+        """pytest shows 1 failed, 1 passed, 1 skipped, the skip's reason under -rs."""
+        (tmp_path / "contract_demo.py").write_text(textwrap.dedent(CONTRACT_MODULE))
+        (tmp_path / "test_contract.py").write_text(textwrap.dedent(PYTEST_FILE))
+        (tmp_path / "pytest.ini").write_text("[pytest]\n")
+        done = run_python(
+            tmp_path, "-m", "pytest", "-rs", "-p", "no:cacheprovider", "test_contract.py"
+        )
+        output = done.stdout
+        assert done.returncode == 1, output + done.stderr
+        assert re.search(r"\b1 failed, 1 passed, 1 skipped\b", output), output
+        assert re.search(r"SKIPPED \[1\] .*no clock in this backend", output), output
+        assert "test_memory[breaks]" in output
+        assert "value drifted to 2" in output
+
+    def test_a_unittest_subtest_loop_reports_the_skip_with_its_reason(self, tmp_path: Path) -> None:
+        """unittest -v shows the unsupported subtest as skipped with the reason, and the failure."""
+        (tmp_path / "contract_demo.py").write_text(textwrap.dedent(CONTRACT_MODULE))
+        (tmp_path / "test_unit_contract.py").write_text(textwrap.dedent(UNITTEST_FILE))
+        done = run_python(tmp_path, "-m", "unittest", "-v", "test_unit_contract")
+        output = done.stderr
+        assert done.returncode == 1, output
+        assert re.search(r"skipped '.*no clock in this backend'", output), output
+        assert "value drifted to 2" in output
+        assert "FAILED (failures=1, skipped=1)" in output
+
+
+def mixed_rig() -> Rig:
+    """A rig whose four cases pass, fail, are unsupported and are unavailable."""
+
+    async def on_create(number: int, scope: ck.FeatureScope) -> None:
+        if number == 2:  # the third supported case, 'needs_server'
+            raise ck.FeatureUnavailable("no server")
+
+    async def fails(api: Probe) -> None:
+        raise AssertionError("broken")
+
+    return rig(
+        {
+            "holds": passing("holds"),
+            "fails": fails,
+            "skipped": passing("skipped"),
+            "needs_server": passing("needs_server"),
+        },
+        unsupported={"skipped": "not here"},
+        on_create=on_create,
+    )
+
+
+class TestRunContractSync:
+    """§4.7: run_contract_sync runs the same thing from synchronous code."""
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_run_contract_sync_reports_what_run_contract_reports(self, backend: Backend) -> None:
+        """Same case IDs, statuses and reasons as run_contract on the same backend."""
+        expected = [PASSED, FAILED, UNSUPPORTED, UNAVAILABLE]
+        sync_rig, async_rig = mixed_rig(), mixed_rig()
+        sync_report = ck.run_contract_sync(sync_rig.implementation, sync_rig.suite, backend=backend)
+        async_report = anyio.run(
+            functools.partial(ck.run_contract, async_rig.implementation, async_rig.suite),
+            backend=backend,
+        )
+        assert statuses(sync_report) == expected
+        assert statuses(async_report) == expected
+        assert [(result.case_id, result.reason) for result in sync_report.results] == [
+            (result.case_id, result.reason) for result in async_report.results
+        ]
+        assert sync_rig.log == async_rig.log
+
+    @pytest.mark.anyio
+    async def test_run_contract_reports_the_mixed_statuses(self) -> None:
+        """run_contract itself gives passed, failed, unsupported and unavailable in order."""
+        r = mixed_rig()
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [PASSED, FAILED, UNSUPPORTED, UNAVAILABLE]
+        assert report.feature_id == FEATURE_ID

@@ -1,0 +1,1021 @@
+"""The host-owned lifecycle (SPEC §3): FeatureScope, Session and open_feature."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+import conformkit as ck
+
+TIMEOUT = 0.1
+"""The cleanup deadline of every session here: small, so that a hang times out fast."""
+
+
+class SetupError(Exception):
+    """What a failing ``create`` raises."""
+
+
+class CleanupError(Exception):
+    """What a failing cleanup raises."""
+
+
+class BodyError(Exception):
+    """What a failing session body raises."""
+
+
+class WorkerError(Exception):
+    """What failing background work raises."""
+
+
+class Log:
+    """The API the test implementations create: a record of lifecycle events and errors."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.errors: dict[str, BaseException] = {}
+
+    def add(self, event: str) -> None:
+        self.events.append(event)
+
+    def error(self, name: str, kind: type[BaseException]) -> BaseException:
+        """Make (and remember, for identity checks) the exception that ``name`` raises."""
+        exc = kind(f"{name} failed")
+        self.errors[name] = exc
+        return exc
+
+
+feature = ck.Feature[Log]("test.scope", cases=("only",))
+
+Setup = Callable[[ck.FeatureScope, Log], None]
+AsyncSetup = Callable[[ck.FeatureScope, Log], Awaitable[None]]
+
+
+def no_setup(scope: ck.FeatureScope, log: Log) -> None:
+    """Register nothing."""
+
+
+class SyncImplementation(ck.FeatureImplementation[Log]):
+    """A sync ``create`` that logs, runs the test's setup and returns the log."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, setup: Setup) -> None:
+        self.log = Log()
+        self.scope: ck.FeatureScope | None = None
+        self._setup = setup
+
+    def create(self, scope: ck.FeatureScope) -> Log:
+        self.scope = scope
+        self.log.add("create")
+        self._setup(scope, self.log)
+        return self.log
+
+
+class AsyncImplementation(ck.FeatureImplementation[Log]):
+    """An async ``create`` that logs, awaits the test's setup and returns the log."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, setup: AsyncSetup) -> None:
+        self.log = Log()
+        self.scope: ck.FeatureScope | None = None
+        self._setup = setup
+
+    async def create(self, scope: ck.FeatureScope) -> Log:
+        self.scope = scope
+        self.log.add("create")
+        await self._setup(scope, self.log)
+        return self.log
+
+
+def sync_cleanup(log: Log, name: str, *, fails: bool = False) -> Callable[[], None]:
+    """A sync cleanup that logs ``name`` and, if told to, raises a ``CleanupError``."""
+
+    def cleanup() -> None:
+        log.add(name)
+        if fails:
+            raise log.error(name, CleanupError)
+
+    cleanup.__qualname__ = f"cleanup_{name}"
+    return cleanup
+
+
+def async_cleanup(
+    log: Log, name: str, *, fails: bool = False, hangs: bool = False
+) -> Callable[[], Awaitable[None]]:
+    """
+    An async cleanup: logs ``name``, awaits (forever if it ``hangs``), logs ``name done``.
+
+    A cleanup cancelled while it awaits logs ``name cancelled``.
+    """
+
+    async def cleanup() -> None:
+        log.add(name)
+        try:
+            if hangs:
+                await anyio.sleep_forever()
+            await anyio.lowlevel.checkpoint()
+        except anyio.get_cancelled_exc_class():
+            log.add(f"{name} cancelled")
+            raise
+        log.add(f"{name} done")
+        if fails:
+            raise log.error(name, CleanupError)
+
+    cleanup.__qualname__ = f"cleanup_{name}"
+    return cleanup
+
+
+class Gate:
+    """A point where the code under test waits: the test learns it got there and lets it go."""
+
+    def __init__(self) -> None:
+        self.reached = anyio.Event()
+        self.released = anyio.Event()
+
+    async def hold(self) -> None:
+        self.reached.set()
+        await self.released.wait()
+
+
+async def cancel_at(gate: Gate, cancel_scope: anyio.CancelScope) -> None:
+    """From another task: cancel ``cancel_scope`` once ``gate`` is reached, then release it."""
+    await gate.reached.wait()
+    cancel_scope.cancel()
+    gate.released.set()
+
+
+@dataclass(frozen=True)
+class TimedOut:
+    """Expect a TimeoutError for the cleanup ``name`` in the surfaced exceptions."""
+
+    name: str
+
+
+Expected = str | TimedOut
+"""A surfaced exception: the one ``log.errors[name]`` holds, or a cleanup's timeout."""
+
+
+def assert_timeout(exc: BaseException, what: str) -> None:
+    """``exc`` is the TimeoutError of the stage 'cleanup' of this feature, naming ``what``."""
+    assert type(exc) is TimeoutError
+    message = str(exc)
+    assert "feature 'test.scope'" in message
+    assert "(stage 'cleanup')" in message
+    assert what in message
+
+
+def assert_members(raised: BaseException | None, expected: Sequence[Expected], log: Log) -> None:
+    """``raised`` is one flat exception group holding exactly ``expected``, in order."""
+    assert isinstance(raised, BaseExceptionGroup), f"expected a group, got {raised!r}"
+    members = raised.exceptions
+    assert len(members) == len(expected), members
+    for member, want in zip(members, expected, strict=True):
+        if isinstance(want, TimedOut):
+            assert_timeout(member, f"cleanup_{want.name}")
+        else:
+            assert member is log.errors[want], (member, want)
+
+
+def assert_same_members(first: BaseException, second: BaseException) -> None:
+    """Two surfaced groups hold the very same exception objects, in the same order."""
+    assert isinstance(first, BaseExceptionGroup)
+    assert isinstance(second, BaseExceptionGroup)
+    assert len(first.exceptions) == len(second.exceptions)
+    assert all(a is b for a, b in zip(first.exceptions, second.exceptions, strict=True))
+
+
+# -- The fault-injection table ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One cleanup that ``create`` registers."""
+
+    name: str
+    is_async: bool = False
+    fails: bool = False
+    hangs: bool = False
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """
+    A session and its faults, with the events and exceptions it must produce.
+
+    ``create`` registers ``cleanups[:create_fails_after]`` (all of them if ``None``),
+    awaiting between registrations when async, then fails if told to.
+    ``surfaced`` lists what must come out of ``open_feature``: one bare exception
+    when ``grouped`` is false, else the members of one flat group, in order.
+    """
+
+    cleanups: tuple[Step, ...]
+    events: tuple[str, ...]
+    surfaced: tuple[Expected, ...] = ()
+    grouped: bool = True
+    create_fails_after: int | None = None
+    async_create: bool = False
+    body_fails: bool = False
+
+
+A, B, C = Step("a"), Step("b"), Step("c")
+A_FAILS, C_FAILS = Step("a", fails=True), Step("c", fails=True)
+A_ASYNC, B_ASYNC, C_ASYNC = Step("a", True), Step("b", True), Step("c", True)
+A_ASYNC_FAILS, B_ASYNC_FAILS = Step("a", True, fails=True), Step("b", True, fails=True)
+C_ASYNC_FAILS = Step("c", True, fails=True)
+A_HANGS, B_HANGS = Step("a", True, hangs=True), Step("b", True, hangs=True)
+
+SCENARIOS: dict[str, Scenario] = {
+    # create fails: what was registered so far is rolled back, the error re-raised bare.
+    "sync create fails before any defer": Scenario(
+        (A, B), ("create",), ("create",), grouped=False, create_fails_after=0
+    ),
+    "sync create fails after every defer": Scenario(
+        (A, B), ("create", "b", "a"), ("create",), grouped=False, create_fails_after=2
+    ),
+    "sync create fails among defers": Scenario(
+        (A, B, C), ("create", "b", "a"), ("create",), grouped=False, create_fails_after=2
+    ),
+    "async create fails before any defer": Scenario(
+        (A_ASYNC,),
+        ("create",),
+        ("create",),
+        grouped=False,
+        create_fails_after=0,
+        async_create=True,
+    ),
+    "async create fails after every defer": Scenario(
+        (A, B_ASYNC),
+        ("create", "b", "b done", "a"),
+        ("create",),
+        grouped=False,
+        create_fails_after=2,
+        async_create=True,
+    ),
+    "async create fails among defers": Scenario(
+        (A_ASYNC, B, C_ASYNC),
+        ("create", "b", "a", "a done"),
+        ("create",),
+        grouped=False,
+        create_fails_after=2,
+        async_create=True,
+    ),
+    # Rollback fails too: one group, the creation error first, then every cleanup error.
+    "rollback: sync cleanups fail": Scenario(
+        (A_FAILS, B, C_FAILS),
+        ("create", "c", "b", "a"),
+        ("create", "c", "a"),
+        create_fails_after=3,
+    ),
+    "rollback: async cleanups fail": Scenario(
+        (A_ASYNC_FAILS, B_ASYNC_FAILS),
+        ("create", "b", "b done", "a", "a done"),
+        ("create", "b", "a"),
+        create_fails_after=2,
+        async_create=True,
+    ),
+    "rollback: a cleanup hangs past the timeout": Scenario(
+        (A, B_HANGS),
+        ("create", "b", "b cancelled", "a"),
+        ("create", TimedOut("b")),
+        create_fails_after=2,
+        async_create=True,
+    ),
+    # Disposal: every cleanup runs, in reverse order, and every failure surfaces.
+    "dispose: cleanups succeed": Scenario(
+        (A, B_ASYNC), ("create", "body", "b", "b done", "a"), (), grouped=False
+    ),
+    "dispose: sync cleanups fail": Scenario(
+        (A_FAILS, B, C_FAILS), ("create", "body", "c", "b", "a"), ("c", "a")
+    ),
+    "dispose: async cleanups fail": Scenario(
+        (A_ASYNC_FAILS, B_ASYNC, C_ASYNC_FAILS),
+        ("create", "body", "c", "c done", "b", "b done", "a", "a done"),
+        ("c", "a"),
+    ),
+    "dispose: sync and async cleanups fail": Scenario(
+        (A_ASYNC_FAILS, Step("b", fails=True)),
+        ("create", "body", "b", "a", "a done"),
+        ("b", "a"),
+    ),
+    "dispose: a cleanup hangs past the timeout": Scenario(
+        (A, B_HANGS, C),
+        ("create", "body", "c", "b", "b cancelled", "a"),
+        (TimedOut("b"),),
+    ),
+    "dispose: one cleanup hangs, another fails": Scenario(
+        (A_FAILS, B_HANGS),
+        ("create", "body", "b", "b cancelled", "a"),
+        (TimedOut("b"), "a"),
+    ),
+    # The body raises: bare when cleanup is clean, else grouped with the body's error first.
+    "body raises, cleanups succeed": Scenario(
+        (A, B_ASYNC),
+        ("create", "body", "b", "b done", "a"),
+        ("body",),
+        grouped=False,
+        body_fails=True,
+    ),
+    "body raises, a cleanup fails": Scenario(
+        (A_FAILS, B_ASYNC), ("create", "body", "b", "b done", "a"), ("body", "a"), body_fails=True
+    ),
+    "body raises, a cleanup hangs": Scenario(
+        (A_HANGS, C),
+        ("create", "body", "c", "a", "a cancelled"),
+        ("body", TimedOut("a")),
+        body_fails=True,
+    ),
+}
+
+
+def implementation_for(scenario: Scenario) -> SyncImplementation | AsyncImplementation:
+    """The implementation whose ``create`` plays ``scenario``."""
+
+    def cleanup_for(log: Log, step: Step) -> Callable[[], object]:
+        if step.is_async:
+            return async_cleanup(log, step.name, fails=step.fails, hangs=step.hangs)
+        return sync_cleanup(log, step.name, fails=step.fails)
+
+    registered = scenario.cleanups[: scenario.create_fails_after]
+
+    def setup(scope: ck.FeatureScope, log: Log) -> None:
+        for step in registered:
+            scope.defer(cleanup_for(log, step))
+        if scenario.create_fails_after is not None:
+            raise log.error("create", SetupError)
+
+    async def setup_async(scope: ck.FeatureScope, log: Log) -> None:
+        for step in registered:
+            scope.defer(cleanup_for(log, step))
+            await anyio.lowlevel.checkpoint()  # setup that awaits between registrations
+        if scenario.create_fails_after is not None:
+            raise log.error("create", SetupError)
+
+    if scenario.async_create:
+        return AsyncImplementation(setup_async)
+    return SyncImplementation(setup)
+
+
+class TestFaultInjection:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS.keys())
+    async def test_scenario(self, scenario: Scenario) -> None:
+        """Each fault runs the right cleanups once, last first, and surfaces just its errors."""
+        implementation = implementation_for(scenario)
+        log = implementation.log
+        raised: Exception | None = None
+        try:
+            async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+                assert session.api is log
+                log.add("body")
+                if scenario.body_fails:
+                    raise log.error("body", BodyError)
+        except Exception as exc:  # whatever surfaces is checked below
+            raised = exc
+
+        assert log.events == list(scenario.events)
+        if not scenario.surfaced:
+            assert raised is None
+        elif scenario.grouped:
+            assert_members(raised, scenario.surfaced, log)
+        else:
+            (name,) = scenario.surfaced
+            assert isinstance(name, str)
+            assert raised is log.errors[name]
+
+
+# -- Outside cancellation -----------------------------------------------------------------
+
+
+class TestOutsideCancellation:
+    @pytest.mark.anyio
+    async def test_during_async_create(self) -> None:
+        """Cancelling an async create rolls back what it registered, then propagates."""
+        gate = Gate()
+
+        async def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(async_cleanup(log, "b"))
+            gate.reached.set()
+            await anyio.sleep_forever()
+
+        implementation = AsyncImplementation(setup)
+        entered = after = False
+        async with anyio.create_task_group() as task_group:
+            with anyio.CancelScope() as cancel_scope:
+                task_group.start_soon(cancel_at, gate, cancel_scope)
+                async with ck.open_feature(implementation, timeout=TIMEOUT):
+                    entered = True
+                after = True
+
+        assert cancel_scope.cancelled_caught
+        assert not entered
+        assert not after
+        # "b done": the async rollback cleanup ran to completion, shielded.
+        assert implementation.log.events == ["create", "b", "b done", "a"]
+
+    @pytest.mark.anyio
+    async def test_during_the_body(self) -> None:
+        """Cancelling the body runs every cleanup to completion, then propagates."""
+        gate = Gate()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(async_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        after = False
+        async with anyio.create_task_group() as task_group:
+            with anyio.CancelScope() as cancel_scope:
+                task_group.start_soon(cancel_at, gate, cancel_scope)
+                async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+                    session.api.add("body")
+                    gate.reached.set()
+                    await anyio.sleep_forever()
+                after = True
+
+        assert cancel_scope.cancelled_caught
+        assert not after
+        assert implementation.log.events == ["create", "body", "b", "b done", "a"]
+
+    @pytest.mark.anyio
+    async def test_a_deadline_expiring_in_the_body(self) -> None:
+        """A move_on_after deadline in the body runs every cleanup, then is caught by its scope."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(async_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        with anyio.move_on_after(0.01) as deadline:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.sleep_forever()
+
+        assert deadline.cancelled_caught
+        assert implementation.log.events == ["create", "b", "b done", "a"]
+
+    @pytest.mark.anyio
+    async def test_during_an_async_cleanup(self) -> None:
+        """A cleanup cancelled from outside completes, later ones run, then it propagates."""
+        gate = Gate()
+        cancel_scope = anyio.CancelScope()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def held() -> None:
+                log.add("b")
+                await gate.hold()
+                log.add(f"b done, cancel pending: {cancel_scope.cancel_called}")
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(held)
+            scope.defer(async_cleanup(log, "c"))
+
+        implementation = SyncImplementation(setup)
+        after = False
+        async with anyio.create_task_group() as task_group:
+            with cancel_scope:
+                task_group.start_soon(cancel_at, gate, cancel_scope)
+                async with ck.open_feature(implementation, timeout=5) as session:
+                    session.api.add("body")
+                after = True
+
+        assert implementation.log.events == [
+            "create",
+            "body",
+            "c",
+            "c done",
+            "b",
+            "b done, cancel pending: True",
+            "a",
+        ]
+        # The cancellation arrived while disposal ran shielded: it must still propagate
+        # out of open_feature, not leave the caller running as if nothing happened.
+        assert cancel_scope.cancelled_caught
+        assert not after
+
+
+# -- Shutdown: closing, background work, and the scope once it closes ---------------------
+
+
+async def worker(scope: ck.FeatureScope, log: Log, name: str) -> None:
+    """Background work that runs until cancelled, then takes a moment to wind down."""
+    log.add(f"{name} started")
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        log.add(f"{name} cancelled, closing set: {scope.closing.is_set()}")
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(0.01)
+        log.add(f"{name} finished")
+        raise
+
+
+class TestShutdown:
+    @pytest.mark.anyio
+    async def test_closing_is_unset_while_open(self) -> None:
+        """``closing`` is clear during create and the body."""
+        seen: list[bool] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            seen.append(scope.closing.is_set())
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            assert implementation.scope is not None
+            seen.append(implementation.scope.closing.is_set())
+        assert seen == [False, False]
+        assert implementation.scope.closing.is_set()
+
+    @pytest.mark.anyio
+    async def test_closing_set_and_work_joined_before_any_cleanup(self) -> None:
+        """Shutdown sets closing, cancels the background work and waits for it before cleanups."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            def first() -> None:
+                log.add(f"a, closing set: {scope.closing.is_set()}")
+
+            scope.defer(first)
+            scope.start_soon(worker, scope, log, "w1")
+            scope.start_soon(worker, scope, log, "w2")
+            scope.defer(async_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+            await anyio.wait_all_tasks_blocked()  # both workers are running
+            session.api.add("body")
+
+        events = implementation.log.events
+        assert events[:2] == ["create", "w1 started"] or events[:2] == ["create", "w2 started"]
+        cleanups = events.index("b")
+        assert sorted(events[1:cleanups]) == [
+            "body",
+            "w1 cancelled, closing set: True",
+            "w1 finished",
+            "w1 started",
+            "w2 cancelled, closing set: True",
+            "w2 finished",
+            "w2 started",
+        ]
+        assert events.index("body") < events.index("w1 cancelled, closing set: True")
+        assert events.index("body") < events.index("w2 cancelled, closing set: True")
+        assert events[cleanups:] == ["b", "b done", "a, closing set: True"]
+
+    @pytest.mark.anyio
+    async def test_work_started_after_earlier_work_finished_is_still_joined(self) -> None:
+        """Work started after earlier work already finished is still joined before cleanups."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def quick() -> None:
+                log.add("quick done")
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(quick)
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+            await anyio.wait_all_tasks_blocked()  # quick has finished
+            scope = implementation.scope
+            assert scope is not None
+            scope.start_soon(worker, scope, session.api, "w")
+            await anyio.wait_all_tasks_blocked()
+        assert implementation.log.events == [
+            "create",
+            "quick done",
+            "w started",
+            "w cancelled, closing set: True",
+            "w finished",
+            "a",
+        ]
+
+    @pytest.mark.anyio
+    async def test_work_not_yet_running_when_closing_starts_never_runs(self) -> None:
+        """Work started but not yet scheduled when the scope closes is never run, nor waited on."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(worker, scope, log, "w")
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            pass  # no checkpoint: the worker has had no chance to start
+        assert implementation.log.events == ["create", "a"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("when", ["before closing", "while being cancelled"])
+    async def test_failing_work_surfaces_with_the_cleanup_failures(self, when: str) -> None:
+        """An exception from background work surfaces in the group, before the cleanup failures."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def failing() -> None:
+                if when == "before closing":
+                    await anyio.lowlevel.checkpoint()
+                    raise log.error("w", WorkerError)
+                try:
+                    await anyio.sleep_forever()
+                except anyio.get_cancelled_exc_class():
+                    raise log.error("w", WorkerError) from None
+
+            scope.defer(sync_cleanup(log, "a", fails=True))
+            scope.start_soon(failing)
+            scope.defer(sync_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.wait_all_tasks_blocked()
+        assert_members(raised.value, ["w", "a"], implementation.log)
+        assert implementation.log.events == ["create", "b", "a"]
+
+    @pytest.mark.anyio
+    async def test_work_ignoring_cancellation_times_out(self) -> None:
+        """Work still running at the deadline surfaces a TimeoutError, and every cleanup runs."""
+        release = anyio.Event()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def stubborn() -> None:
+                log.add("w started")
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to cancellation until cleanup "a" runs
+                log.add("w finished")
+
+            def release_worker() -> None:
+                log.add("a")
+                release.set()
+
+            scope.defer(release_worker)
+            scope.start_soon(stubborn)
+            scope.defer(sync_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.wait_all_tasks_blocked()
+        (timeout,) = raised.value.exceptions
+        assert_timeout(timeout, "background work")
+        assert implementation.log.events == ["create", "w started", "b", "a", "w finished"]
+
+    @pytest.mark.anyio
+    async def test_an_error_from_work_that_outlived_the_deadline_is_not_swallowed(self) -> None:
+        """Work that fails after its join timed out still surfaces its error, after the timeout."""
+        release = anyio.Event()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def stubborn() -> None:
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to cancellation until the cleanup runs
+                raise log.error("w", WorkerError)
+
+            scope.defer(release.set)
+            scope.start_soon(stubborn)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.wait_all_tasks_blocked()
+        timeout, *rest = raised.value.exceptions
+        assert_timeout(timeout, "background work")
+        assert rest == [implementation.log.errors["w"]]
+
+    @pytest.mark.anyio
+    async def test_a_failed_create_stops_its_work_before_rolling_back(self) -> None:
+        """When create fails, its background work is cancelled and joined before the rollback."""
+
+        async def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(worker, scope, log, "w")
+            await anyio.wait_all_tasks_blocked()
+            raise log.error("create", SetupError)
+
+        implementation = AsyncImplementation(setup)
+        with pytest.raises(SetupError) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pytest.fail("the body ran although create failed")
+        assert raised.value is implementation.log.errors["create"]
+        assert implementation.log.events == [
+            "create",
+            "w started",
+            "w cancelled, closing set: True",
+            "w finished",
+            "a",
+        ]
+
+    @pytest.mark.anyio
+    async def test_defer_and_start_soon_raise_once_closing_started(self) -> None:
+        """defer() and start_soon() raise RuntimeError during and after closing."""
+        refused: list[str] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            def late_registrations() -> None:
+                with pytest.raises(RuntimeError, match="defer\\(\\).*after it started closing"):
+                    scope.defer(sync_cleanup(log, "never"))
+                with pytest.raises(
+                    RuntimeError, match="start_soon\\(\\).*after it started closing"
+                ):
+                    scope.start_soon(worker, scope, log, "never")
+                refused.append("during")
+
+            scope.defer(late_registrations)
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            pass
+        scope = implementation.scope
+        assert scope is not None
+        with pytest.raises(RuntimeError, match="feature 'test.scope' after it started closing"):
+            scope.defer(sync_cleanup(implementation.log, "never"))
+        with pytest.raises(RuntimeError, match="after it started closing"):
+            scope.start_soon(worker, scope, implementation.log, "never")
+        assert refused == ["during"]
+        assert implementation.log.events == ["create"]
+
+    @pytest.mark.anyio
+    async def test_closing_first_read_once_closed_is_set(self) -> None:
+        """``closing`` read for the first time during or after closing is already set."""
+        during: list[bool] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(lambda: during.append(scope.closing.is_set()))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            pass
+        assert during == [True]
+        other = SyncImplementation(no_setup)
+        async with ck.open_feature(other, timeout=TIMEOUT):
+            pass
+        assert other.scope is not None
+        assert other.scope.closing.is_set()
+        await other.scope.closing.wait()  # returns at once
+
+
+# -- Session ------------------------------------------------------------------------------
+
+
+class TestSession:
+    @pytest.mark.anyio
+    async def test_holds_the_api_and_the_implementation(self) -> None:
+        """The session's api is what create returned, with the implementation beside it."""
+        implementation = SyncImplementation(no_setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+            assert session.api is implementation.log
+            assert session.implementation is implementation
+
+    @pytest.mark.anyio
+    async def test_closed_reports_whether_disposal_finished(self) -> None:
+        """``closed`` is false while open and while cleanups run, true once disposal finished."""
+        sessions: list[ck.Session[Log]] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(lambda: log.add(f"closed during cleanup: {sessions[0].closed}"))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+            sessions.append(session)
+            assert not session.closed
+            await session.dispose()
+            assert session.closed
+        assert session.closed
+        assert implementation.log.events == ["create", "closed during cleanup: False"]
+
+    @pytest.mark.anyio
+    async def test_disposing_twice_runs_cleanups_once(self) -> None:
+        """A second dispose (and the exit after it) runs nothing and returns cleanly."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(async_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+            await session.dispose()
+            await session.dispose()
+        assert implementation.log.events == ["create", "b", "b done", "a"]
+
+    @pytest.mark.anyio
+    async def test_disposing_twice_gives_the_same_failures(self) -> None:
+        """Every later dispose, and the exit, raise a group of the very same cleanup errors."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a", fails=True))
+            scope.defer(async_cleanup(log, "b", fails=True))
+
+        implementation = SyncImplementation(setup)
+        log = implementation.log
+        outcomes: list[BaseException] = []
+
+        async def dispose_twice(session: ck.Session[Log]) -> None:
+            for _ in range(2):
+                with pytest.raises(ExceptionGroup) as raised:
+                    await session.dispose()
+                outcomes.append(raised.value)
+
+        with pytest.raises(ExceptionGroup) as on_exit:
+            async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+                await dispose_twice(session)
+        first, second = outcomes
+        assert_members(first, ["b", "a"], log)
+        assert_same_members(first, second)
+        assert_same_members(first, on_exit.value)
+        assert log.events == ["create", "b", "b done", "a"]
+
+    @pytest.mark.anyio
+    async def test_concurrent_dispose_runs_cleanups_once(self) -> None:
+        """Two tasks dispose at once: cleanups run once; both wait for and get the same outcome."""
+        gate = Gate()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def held() -> None:
+                log.add("b")
+                await gate.hold()
+                log.add("b done")
+                raise log.error("b", CleanupError)
+
+            scope.defer(sync_cleanup(log, "a", fails=True))
+            scope.defer(held)
+
+        implementation = SyncImplementation(setup)
+        log = implementation.log
+        outcomes: dict[str, BaseException | None] = {}
+
+        async def dispose(session: ck.Session[Log], caller: str) -> None:
+            log.add(f"{caller} disposes")
+            try:
+                await session.dispose()
+            except ExceptionGroup as exc:  # the outcome under test
+                outcomes[caller] = exc
+            else:
+                outcomes[caller] = None
+            log.add(f"{caller} returns")
+
+        async def dispose_concurrently(session: ck.Session[Log]) -> None:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(dispose, session, "first")
+                await gate.reached.wait()
+                task_group.start_soon(dispose, session, "second")
+                await anyio.wait_all_tasks_blocked()  # second is waiting on the first
+                gate.released.set()
+
+        with pytest.raises(ExceptionGroup) as on_exit:
+            async with ck.open_feature(implementation, timeout=5) as session:
+                await dispose_concurrently(session)
+
+        assert log.events[:-2] == [
+            "create",
+            "first disposes",
+            "b",
+            "second disposes",
+            "b done",
+            "a",
+        ]
+        assert sorted(log.events[-2:]) == ["first returns", "second returns"]
+        first, second = outcomes["first"], outcomes["second"]
+        assert first is not None
+        assert second is not None
+        assert_members(first, ["b", "a"], log)
+        assert_same_members(first, second)
+        assert_same_members(first, on_exit.value)
+
+
+# -- create, defer and open_feature's arguments -------------------------------------------
+
+
+class TestCreate:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("is_async", [False, True], ids=["sync create", "async create"])
+    async def test_feature_unavailable_propagates_as_is(self, is_async: bool) -> None:
+        """FeatureUnavailable from create is rolled back and re-raised bare, the same object."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            raise log.error("create", ck.FeatureUnavailable)
+
+        async def setup_async(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(async_cleanup(log, "a"))
+            await anyio.lowlevel.checkpoint()
+            raise log.error("create", ck.FeatureUnavailable)
+
+        implementation = AsyncImplementation(setup_async) if is_async else SyncImplementation(setup)
+        with pytest.raises(ck.FeatureUnavailable) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pytest.fail("the body ran although create failed")
+        assert raised.value is implementation.log.errors["create"]
+        expected = ["create", "a", "a done"] if is_async else ["create", "a"]
+        assert implementation.log.events == expected
+
+    @pytest.mark.anyio
+    async def test_each_session_gets_a_fresh_scope(self) -> None:
+        """Every open_feature call hands create a new, open scope."""
+        implementation = SyncImplementation(no_setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            first = implementation.scope
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            second = implementation.scope
+            assert second is not None
+            assert not second.closing.is_set()
+        assert first is not second
+
+
+class TestDefer:
+    @pytest.mark.anyio
+    async def test_returns_its_argument_and_works_as_a_decorator(self) -> None:
+        """defer() returns the cleanup unchanged, so @scope.defer decorates sync and async ones."""
+        returned: list[bool] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            @scope.defer
+            def first() -> None:
+                log.add("first")
+
+            @scope.defer
+            async def second() -> None:
+                log.add("second")
+
+            third = sync_cleanup(log, "third")
+            returned.append(scope.defer(third) is third)
+            returned.append(callable(first) and callable(second))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            pass
+        assert returned == [True, True]
+        assert implementation.log.events == ["create", "third", "second", "first"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("value", [42, None, "cleanup"])
+    async def test_rejects_non_callables(self, value: object) -> None:
+        """defer() of a non-callable raises TypeError naming it, and registers nothing."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            with pytest.raises(TypeError, match=f"needs a callable.*got {value!r}"):
+                scope.defer(value)  # type: ignore[type-var]
+            scope.defer(sync_cleanup(log, "a"))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            pass
+        assert implementation.log.events == ["create", "a"]
+
+
+class TestOpenFeatureArguments:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [-1, 0, -0.5, math.nan, "x", True])
+    async def test_rejects_a_bad_timeout(self, timeout: object) -> None:
+        """A timeout that is not a positive number or None is a ValueError, before create runs."""
+        implementation = SyncImplementation(no_setup)
+        with pytest.raises(ValueError, match="timeout must be a positive number.*got"):
+            async with ck.open_feature(implementation, timeout=timeout):  # type: ignore[arg-type]
+                pytest.fail("the body ran with a bad timeout")
+        assert implementation.log.events == []
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 1, 0.5])
+    async def test_accepts_a_positive_timeout_or_none(self, timeout: float | None) -> None:
+        """None (no deadline) and positive numbers are accepted; cleanups run under them."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(async_cleanup(log, "a"))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=timeout):
+            pass
+        assert implementation.log.events == ["create", "a", "a done"]
+
+
+class TestKeyboardInterrupt:
+    @pytest.mark.anyio
+    async def test_in_the_body_runs_cleanups_and_propagates(self) -> None:
+        """KeyboardInterrupt in the body runs every cleanup and propagates bare."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(async_cleanup(log, "b"))
+
+        implementation = SyncImplementation(setup)
+        interrupt = KeyboardInterrupt()
+        with pytest.raises(KeyboardInterrupt) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                raise interrupt
+        assert raised.value is interrupt
+        assert implementation.log.events == ["create", "b", "b done", "a"]
+
+    @pytest.mark.anyio
+    async def test_in_the_body_with_a_failing_cleanup_is_grouped_first(self) -> None:
+        """KeyboardInterrupt and a cleanup failure surface together, the interrupt first."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a", fails=True))
+
+        implementation = SyncImplementation(setup)
+        interrupt = KeyboardInterrupt()
+        with pytest.raises(BaseExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                raise interrupt
+        assert list(raised.value.exceptions) == [interrupt, implementation.log.errors["a"]]
+        assert implementation.log.events == ["create", "a"]
