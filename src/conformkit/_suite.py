@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Generic, TypeAlias, final, overload
+from typing import Generic, TypeAlias, TypeVar, final, overload
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Feature
 
 CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
 """A case: a callable, usually ``async def``, that takes the API and raises on failure."""
+
+# The decorated function keeps its own return type, so it can still be awaited.
+_Outcome = TypeVar("_Outcome", bound=Awaitable[None] | None)
 
 
 @final
@@ -60,12 +63,16 @@ class ContractSuite(Generic[API, CaseName]):
         self._cases[name] = function
 
     @overload
-    def case(self, function: CaseFunction[API], /) -> CaseFunction[API]: ...
+    def case(self, function: Callable[[API], _Outcome], /) -> Callable[[API], _Outcome]: ...
     @overload
-    def case(self, name: CaseName, /) -> Callable[[CaseFunction[API]], CaseFunction[API]]: ...
     def case(
-        self, function_or_name: CaseFunction[API] | CaseName, /
-    ) -> CaseFunction[API] | Callable[[CaseFunction[API]], CaseFunction[API]]:
+        self, name: CaseName, /
+    ) -> Callable[[Callable[[API], _Outcome]], Callable[[API], _Outcome]]: ...
+    def case(
+        self, function_or_name: Callable[[API], _Outcome] | CaseName, /
+    ) -> (
+        Callable[[API], _Outcome] | Callable[[Callable[[API], _Outcome]], Callable[[API], _Outcome]]
+    ):
         """
         Register a case function; use bare, or with the case name as its argument.
 
@@ -79,7 +86,7 @@ class ContractSuite(Generic[API, CaseName]):
         if isinstance(function_or_name, str):
             name = function_or_name
 
-            def register(function: CaseFunction[API]) -> CaseFunction[API]:
+            def register(function: Callable[[API], _Outcome]) -> Callable[[API], _Outcome]:
                 self._add(name, function)
                 return function
 

@@ -9,7 +9,8 @@ disappears, the ignore becomes unused and mypy fails the build.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, assert_type
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal, Protocol, assert_type
 
 import conformkit as ck
 
@@ -182,7 +183,7 @@ def check_case_parameters() -> None:
     plain_text_suite.case(int_case)  # type: ignore[arg-type]
     ck.ContractSuite(plain_text, {"missing": int_case})  # type: ignore[dict-item]
     suite.case(narrow_case)  # type: ignore[arg-type]
-    suite.case(returns_value)  # type: ignore[arg-type]
+    suite.case(returns_value)  # type: ignore[type-var]
 
 
 @suite.case
@@ -193,6 +194,12 @@ async def missing(api: TextAPI) -> None:
 @suite.case("read_your_writes")
 async def _read_your_writes(api: TextAPI) -> None:
     await api.write("key", "value")
+
+
+async def decorated_cases_keep_their_type(api: TextAPI) -> None:
+    assert_type(missing, Callable[[TextAPI], Coroutine[Any, Any, None]])
+    await missing(api)
+    await _read_your_writes(api)
 
 
 @plain_text_suite.case  # type: ignore[arg-type]
