@@ -645,6 +645,34 @@ class TestOutsideCancellation:
         assert report is None
         assert r.log == ["create 0", "cleanup 0"]
 
+    @pytest.mark.anyio
+    async def test_a_run_started_in_a_cancelled_scope_runs_nothing(self) -> None:
+        """Cases that never await cannot miss a cancellation that came before the run."""
+        log: list[str] = []
+        the_feature = ck.Feature[list[str]]("test.runner.sync", cases=("one", "two"))
+
+        class SyncOnly(ck.FeatureImplementation[list[str]]):
+            feature = the_feature
+            coverage = the_feature.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> list[str]:
+                log.append("create")
+                return log
+
+        suite = ck.ContractSuite(the_feature, {"one": quiet_append, "two": quiet_append})
+        report: ck.ContractReport | None = None
+        with anyio.CancelScope() as outer:
+            outer.cancel()
+            report = await ck.run_contract(SyncOnly(), suite)
+        assert outer.cancelled_caught
+        assert report is None
+        assert log == []
+
+
+def quiet_append(api: list[str]) -> None:
+    """A sync case that never yields to the event loop."""
+    api.append("case")
+
 
 async def expect_rejection(
     r: Rig,

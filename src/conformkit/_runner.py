@@ -161,6 +161,9 @@ class _Execution(Generic[API]):
             else:
                 pending.append((index, case_id, plan.case_functions[case_id]))
         if pending:
+            # Cases with a sync create and no await would never notice a
+            # cancellation that came before the run.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             queue = iter(pending)
             workers = [_Worker() for _ in range(min(max_concurrency, len(pending)))]
             async with anyio.create_task_group() as task_group:

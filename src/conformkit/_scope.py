@@ -323,6 +323,8 @@ class Session(Generic[API]):
             raise BaseExceptionGroup(
                 f"{len(errors)} cleanup(s) of {self._scope._where()} failed", list(errors)
             )
+        # A cancellation that arrived while cleanups ran shielded.
+        await anyio.lowlevel.checkpoint_if_cancelled()
 
 
 @asynccontextmanager
@@ -346,6 +348,7 @@ async def open_feature(
     :raises ExceptionGroup: holding every cleanup failure, when any failed.
     """
     timeout = check_timeout(timeout)
+    await anyio.lowlevel.checkpoint_if_cancelled()  # a sync create would not notice
     create_error: BaseException | None = None
     body_error: BaseException | None = None
     cleanup_errors: list[BaseException] = []
