@@ -7,6 +7,7 @@ from ._exceptions import ConformkitError as ConformkitError
 from ._exceptions import ContractDefinitionError as ContractDefinitionError
 from ._exceptions import ContractFailure as ContractFailure
 from ._exceptions import FeatureUnavailable as FeatureUnavailable
+from ._exceptions import LawViolation as LawViolation
 from ._feature import Feature as Feature
 from ._feature import Supported as Supported
 from ._feature import Unsupported as Unsupported
@@ -40,6 +41,7 @@ __all__ = [
     "FeatureImplementation",
     "FeatureScope",
     "FeatureUnavailable",
+    "LawViolation",
     "Session",
     "Supported",
     "Unsupported",

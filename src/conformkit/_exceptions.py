@@ -51,6 +51,15 @@ class ContractFailure(ConformkitError, AssertionError):
         self.report = report
 
 
+class LawViolation(ConformkitError, AssertionError):
+    """
+    A law checked inside a case did not hold (see :mod:`conformkit.laws`).
+
+    An :class:`AssertionError`, so the case fails like any failed assertion; the
+    message says what each call did and what the law expected instead.
+    """
+
+
 class CaseUnsupported(ConformkitError, unittest.SkipTest):
     """
     Raised by :meth:`ContractCase.run` for a case the implementation does not support.
