@@ -8,6 +8,8 @@ from ._exceptions import ContractDefinitionError as ContractDefinitionError
 from ._exceptions import ContractFailure as ContractFailure
 from ._exceptions import FeatureUnavailable as FeatureUnavailable
 from ._exceptions import LawViolation as LawViolation
+from ._feature import Example as Example
+from ._feature import Examples as Examples
 from ._feature import Feature as Feature
 from ._feature import Supported as Supported
 from ._feature import Unsupported as Unsupported
@@ -37,6 +39,8 @@ __all__ = [
     "ContractFailure",
     "ContractReport",
     "ContractSuite",
+    "Example",
+    "Examples",
     "Feature",
     "FeatureImplementation",
     "FeatureScope",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeAlias, final
+from typing import Any, Generic, TypeAlias, final
 
 from typing_extensions import TypeVar
 
@@ -61,6 +64,129 @@ def suggest(name: str, known: Iterable[str]) -> str:
 
 
 @final
+@dataclass(frozen=True, slots=True)
+class Example:
+    """
+    One row of an :class:`Examples` table: what a family case receives as its parameter.
+
+    :ivar id: the row's stable ID, the part in brackets of the case ID.
+    :ivar input: what the case feeds the API.
+    :ivar expected: what the case expects back.
+    """
+
+    id: str
+    input: Any
+    expected: Any
+
+
+@final
+class Examples:
+    """
+    A table of ``(input, expected)`` examples: the parameters of a data-driven family.
+
+    ``Examples([("1", 1), ("-2", -2)])`` gives the rows IDs ``0`` and ``1``;
+    pass ``ids=`` or :class:`Example` rows to name them. Each row becomes a case,
+    ``parse[0]``, ``parse[1]``, and the family's function receives the
+    :class:`Example`.
+
+    :param rows: ``(input, expected)`` pairs or :class:`Example` objects.
+    :param ids: a stable ID for each row, instead of its position.
+    :raises ContractDefinitionError: for a malformed row, a bad or repeated ID, or
+        ``ids`` of the wrong length.
+    """
+
+    __slots__ = ("rows",)
+
+    def __init__(
+        self, rows: Iterable[Example | tuple[Any, Any]], *, ids: Iterable[str] | None = None
+    ) -> None:
+        rows = list(rows)
+        names = list(ids) if ids is not None else None
+        if names is not None and len(names) != len(rows):
+            raise ContractDefinitionError(
+                f"Examples() got {len(rows)} row(s) but {len(names)} ID(s)"
+            )
+        built: list[Example] = []
+        for index, row in enumerate(rows):
+            if isinstance(row, Example):
+                example = row if names is None else Example(names[index], row.input, row.expected)
+            elif isinstance(row, tuple | list) and len(row) == 2:
+                example = Example(str(index) if names is None else names[index], row[0], row[1])
+            else:
+                raise ContractDefinitionError(
+                    f"example row {index} must be an (input, expected) pair or an Example, "
+                    f"got {row!r}"
+                )
+            built.append(example)
+        self.rows: tuple[Example, ...] = tuple(built)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> Examples:
+        """
+        Load a table from a JSON file.
+
+        The file holds a list whose items are ``[input, expected]`` pairs or objects
+        ``{"id": ..., "input": ..., "expected": ...}`` (``id`` optional).
+
+        :raises ContractDefinitionError: naming the file, for unreadable JSON or a
+            malformed item.
+        """
+        try:
+            with open(path, encoding="utf-8") as file:
+                data = json.load(file)
+        except (OSError, ValueError) as exc:
+            raise ContractDefinitionError(
+                f"cannot load examples from {os.fspath(path)!r}: {exc}"
+            ) from exc
+        if not isinstance(data, list):
+            raise ContractDefinitionError(
+                f"examples file {os.fspath(path)!r} must hold a JSON list, "
+                f"got {type(data).__name__}"
+            )
+        rows: list[Example | tuple[Any, Any]] = []
+        for index, item in enumerate(data):
+            if isinstance(item, dict) and {"input", "expected"} <= item.keys() <= {
+                "id",
+                "input",
+                "expected",
+            }:
+                rows.append(Example(str(item.get("id", index)), item["input"], item["expected"]))
+            elif isinstance(item, list) and len(item) == 2:
+                rows.append((item[0], item[1]))
+            else:
+                raise ContractDefinitionError(
+                    f"examples file {os.fspath(path)!r}, item {index}: expected [input, expected] "
+                    f'or {{"id", "input", "expected"}}, got {item!r}'
+                )
+        return cls(rows)
+
+    def __repr__(self) -> str:
+        return f"Examples({[row.id for row in self.rows]!r})"
+
+
+Family: TypeAlias = Iterable[str] | Examples
+"""The parameters of a case family: parameter names, or a table of examples."""
+
+_MEMBER = re.compile(r"^(?P<family>[^\s\[\]]+)\[(?P<param>[^\s\[\]]+)\]$")
+
+
+def member_id(family: str, param: str) -> str:
+    """The case ID of one member of a family: ``family[param]``."""
+    return f"{family}[{param}]"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PlannedCase:
+    """One case an implementation will be checked on: a plain case or a family member."""
+
+    id: str
+    name: str  # the declared case or family the case comes from
+    param: Any = None
+    is_member: bool = False
+
+
+@final
 class Feature(Generic[API, CaseName]):
     """
     A named, typed profile that implementations are checked against.
@@ -70,21 +196,37 @@ class Feature(Generic[API, CaseName]):
     type, ``Feature[TextAPI, Literal["missing", "read_your_writes"]]``, and a type
     checker rejects invented case names in coverage and suites.
 
+    A **family** is a case parametrized over a set of values, ``families=
+    {"fidelity": ("status", "history")}``, expanding to the cases
+    ``fidelity[status]`` and ``fidelity[history]``; or over a table of
+    :class:`Examples`. Each implementation claims the values it supports (see
+    :attr:`FeatureImplementation.claims`) and gets a case for each.
+
     Features compare by identity: a suite and an implementation belong together
     only when they name the same feature object.
 
     :param id: stable identifier; change it when the contract changes incompatibly.
     :param cases: the behavioural cases, in the order reports list them.
+    :param families: case families by name, listed after the cases in reports.
     :param description: what the feature is, in a sentence.
     :param does_not_establish: what passing the feature does *not* prove.
-    :raises ContractDefinitionError: for an empty or whitespace-bearing ID or case
-        name, no cases, or a case named twice.
+    :raises ContractDefinitionError: for an empty or whitespace-bearing ID or name,
+        no cases, or a name declared twice.
     """
 
-    __slots__ = ("__orig_class__", "_case_set", "cases", "description", "does_not_establish", "id")
+    __slots__ = (
+        "__orig_class__",
+        "_names",
+        "cases",
+        "description",
+        "does_not_establish",
+        "families",
+        "id",
+    )
 
     id: str
     cases: tuple[CaseName, ...]
+    families: dict[str, dict[str, Any]]
     description: str
     does_not_establish: str
 
@@ -93,6 +235,7 @@ class Feature(Generic[API, CaseName]):
         id: str,
         *,
         cases: Iterable[CaseName],
+        families: Mapping[CaseName, Family] | None = None,
         description: str = "",
         does_not_establish: str = "",
     ) -> None:
@@ -102,64 +245,150 @@ class Feature(Generic[API, CaseName]):
                 f"feature {id!r}: cases must be a collection of names, not the string {cases!r}"
             )
         names = tuple(cases)
-        if not names:
+        self.families = {}
+        for family, params in (families or {}).items():
+            self.families[_check_name(f"family name of feature {id!r}", family)] = _family_params(
+                id, family, params
+            )
+        if not names and not self.families:
             raise ContractDefinitionError(
                 f"feature {id!r} declares no cases; it needs at least one"
             )
         seen: set[str] = set()
-        for name in names:
+        every_name: list[str] = [*names, *self.families]
+        for name in every_name:
             _check_name(f"case name of feature {id!r}", name)
+            if "[" in name or "]" in name:
+                raise ContractDefinitionError(
+                    f"case name {name!r} of feature {id!r} may not contain brackets: "
+                    f"they mark family members"
+                )
             if name in seen:
                 raise ContractDefinitionError(f"feature {id!r} declares case {name!r} twice")
             seen.add(name)
         self.cases = names
-        self._case_set = frozenset(names)
+        self._names = frozenset(seen)
         self.description = description
         self.does_not_establish = does_not_establish
 
     def __repr__(self) -> str:
-        return f"Feature({self.id!r}, cases={self.cases!r})"
+        families = f", families={list(self.families)!r}" if self.families else ""
+        return f"Feature({self.id!r}, cases={self.cases!r}{families})"
 
     def __contains__(self, name: object) -> bool:
-        return name in self._case_set
+        return name in self._names
 
     def _check_case(self, name: str, where: str) -> None:
         """
-        Raise :exc:`ContractDefinitionError` unless ``name`` is a declared case.
+        Raise :exc:`ContractDefinitionError` unless ``name`` is a declared case or family.
 
         :param where: what mentioned the name, for the message (``"suite"``).
         """
-        if name not in self._case_set:
+        if name not in self._names:
             raise ContractDefinitionError(
                 f"{where} names case {name!r}, but feature {self.id!r} declares no such case"
-                f"{suggest(name, self.cases)}"
+                f"{suggest(name, self._names)}"
+            )
+
+    def _check_member(self, case_id: str, where: str) -> None:
+        """Like :meth:`_check_case`, also accepting ``family[param]`` member IDs."""
+        match = _MEMBER.match(case_id)
+        if match is None or match["family"] not in self.families:
+            self._check_case(case_id, where)
+            return
+        params = self.families[match["family"]]
+        if match["param"] not in params:
+            raise ContractDefinitionError(
+                f"{where} names case {case_id!r}, but family {match['family']!r} of feature "
+                f"{self.id!r} has no parameter {match['param']!r}{suggest(match['param'], params)}"
             )
 
     def coverage(
-        self, *, unsupported: Mapping[CaseName, str] | None = None
+        self,
+        *,
+        unsupported: Mapping[CaseName, str] | None = None,
+        unsupported_members: Mapping[str, str] | None = None,
     ) -> dict[CaseName, Coverage]:
         """
         Build a complete coverage declaration: every case supported except these.
 
         ``coverage = text.coverage(unsupported={"ttl": "no clock in this backend"})``
-        declares the whole feature without one line per case.
+        declares the whole feature without one line per case. Families are declared
+        as a whole; ``unsupported_members={"fidelity[history]": "..."}`` excepts
+        single members (the dict then holds those member IDs too).
 
-        :param unsupported: the cases outside the coverage, each with its reason.
+        :param unsupported: the cases or families outside the coverage, with reasons.
+        :param unsupported_members: family members outside the coverage, with reasons.
         :raises ContractDefinitionError: for an unknown case or an empty reason.
         """
-        unsupported = dict(unsupported or {})
-        for name in unsupported:
+        declared: dict[str, Coverage] = {}
+        for name, reason in (unsupported or {}).items():
             self._check_case(name, "coverage")
-        return {
-            name: Unsupported(unsupported[name]) if name in unsupported else Supported()
-            for name in self.cases
-        }
+            declared[name] = Unsupported(reason)
+        for case_id, reason in (unsupported_members or {}).items():
+            if _MEMBER.match(case_id) is None:
+                raise ContractDefinitionError(
+                    f"unsupported_members takes family member IDs like 'family[param]', "
+                    f"got {case_id!r}"
+                )
+            self._check_member(case_id, "coverage")
+            declared[case_id] = Unsupported(reason)
+        every_name: list[str] = [*self.cases, *self.families]
+        built: dict[str, Coverage] = dict.fromkeys(every_name, Supported())
+        built.update(declared)
+        return built  # type: ignore[return-value]  # member IDs are not in a Literal
 
-    def _check_coverage(self, coverage: object, owner: str) -> None:
+    def _check_claims(self, claims: object, owner: str) -> dict[str, tuple[str, ...]]:
+        """Return the claimed parameters of each family, every one by default."""
+        claimed = {family: tuple(params) for family, params in self.families.items()}
+        if claims is None:
+            return claimed
+        if not isinstance(claims, Mapping):
+            raise ContractDefinitionError(
+                f"{owner}.claims must map family names to the parameters claimed, got {claims!r}"
+            )
+        for family, params in claims.items():
+            if family not in self.families:
+                raise ContractDefinitionError(
+                    f"{owner}.claims names family {family!r}, but feature {self.id!r} declares "
+                    f"no such family{suggest(str(family), self.families)}"
+                )
+            if isinstance(params, str):
+                raise ContractDefinitionError(
+                    f"{owner}.claims[{family!r}] must be a collection of parameters, "
+                    f"not the string {params!r}"
+                )
+            known = self.families[family]
+            wanted = set()
+            for param in params:
+                if param not in known:
+                    raise ContractDefinitionError(
+                        f"{owner}.claims[{family!r}] claims {param!r}, but family {family!r} of "
+                        f"feature {self.id!r} has no such parameter{suggest(str(param), known)}"
+                    )
+                wanted.add(param)
+            claimed[family] = tuple(param for param in known if param in wanted)
+        return claimed
+
+    def _plan(self, claims: object, owner: str) -> list[PlannedCase]:
+        """The cases an implementation with these claims is checked on, in report order."""
+        planned = [PlannedCase(name, name) for name in self.cases]
+        for family, params in self._check_claims(claims, owner).items():
+            values = self.families[family]
+            planned.extend(
+                PlannedCase(member_id(family, param), family, values[param], True)
+                for param in params
+            )
+        return planned
+
+    def _resolve_coverage(
+        self, coverage: object, planned: Sequence[PlannedCase], owner: str
+    ) -> dict[str, Coverage]:
         """
-        Raise :exc:`ContractDefinitionError` unless ``coverage`` declares every case.
+        Check a coverage declaration and return the coverage of each planned case.
 
-        :param owner: the implementation that declared it, for the message.
+        :raises ContractDefinitionError: unless every case, and every family (as a
+            whole or member by member), is declared with a valid marker.
         """
         if not isinstance(coverage, Mapping):
             raise ContractDefinitionError(
@@ -168,15 +397,58 @@ class Feature(Generic[API, CaseName]):
                 f"{self.id!r} can build one with feature.coverage()"
             )
         for name, value in coverage.items():
-            self._check_case(name, f"{owner}.coverage")
+            self._check_member(name, f"{owner}.coverage")
             if not isinstance(value, Supported | Unsupported):
                 raise ContractDefinitionError(
                     f"{owner}.coverage[{name!r}] must be Supported() or Unsupported(reason), "
                     f"got {value!r}"
                 )
-        missing = [name for name in self.cases if name not in coverage]
+        resolved: dict[str, Coverage] = {}
+        missing: list[str] = []
+        for case in planned:
+            value = coverage.get(case.id, coverage.get(case.name) if case.is_member else None)
+            if value is None:
+                missing.append(case.id)
+            else:
+                resolved[case.id] = value
         if missing:
+            whole = (
+                " (or a family as a whole, under its name)"
+                if any(_MEMBER.match(case_id) for case_id in missing)
+                else ""
+            )
             raise ContractDefinitionError(
                 f"{owner}.coverage does not declare case(s) {', '.join(map(repr, missing))} "
-                f"of feature {self.id!r}; declare each Supported() or Unsupported(reason)"
+                f"of feature {self.id!r}; declare each Supported() or Unsupported(reason){whole}"
             )
+        return resolved
+
+
+def _family_params(feature_id: str, family: str, params: object) -> dict[str, Any]:
+    """A family's parameters by ID: each name maps to itself, each example to its row."""
+    where = f"family {family!r} of feature {feature_id!r}"
+    if isinstance(params, Examples):
+        values: dict[str, Any] = {}
+        for row in params.rows:
+            _check_param(where, row.id, values)
+            values[row.id] = row
+        return values
+    if isinstance(params, str) or not isinstance(params, Iterable):
+        raise ContractDefinitionError(
+            f"{where} needs a collection of parameter names or Examples, got {params!r}"
+        )
+    names: dict[str, Any] = {}
+    for name in params:
+        _check_param(where, name, names)
+        names[name] = name
+    return names
+
+
+def _check_param(where: str, name: object, seen: Mapping[str, Any]) -> None:
+    if not isinstance(name, str) or not name or any(ch.isspace() or ch in "[]" for ch in name):
+        raise ContractDefinitionError(
+            f"parameter of {where} must be a non-empty string without whitespace or "
+            f"brackets, got {name!r}"
+        )
+    if name in seen:
+        raise ContractDefinitionError(f"{where} declares parameter {name!r} twice")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Generic
 
 from ._exceptions import ContractDefinitionError
@@ -44,6 +44,14 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
 
     feature: Feature[API, CaseName]
     coverage: Mapping[CaseName, Coverage]
+    claims: Mapping[str, Collection[str]] | None = None
+    """
+    The parameters claimed of each case family: ``{"fidelity": ("status",)}``.
+
+    A case is generated for each claimed parameter, so a family whose claim is
+    empty has no cases for this implementation (which is not a gap). A family
+    left out claims every parameter; ``None``, the default, claims everything.
+    """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -66,10 +74,12 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
         feature = getattr(cls, "feature", None)
         coverage = getattr(cls, "coverage", None)
         if feature is None and coverage is None:
-            return
+            return  # an abstract intermediate base
         if not isinstance(feature, Feature):
             raise ContractDefinitionError(f"{owner}.feature must be a Feature, got {feature!r}")
-        feature._check_coverage(coverage, owner)
+        feature._resolve_coverage(
+            coverage, feature._plan(getattr(cls, "claims", None), owner), owner
+        )
 
     @abstractmethod
     def create(self, scope: FeatureScope) -> API | Awaitable[API]:

@@ -16,19 +16,24 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ._exceptions import CaseUnsupported, ContractDefinitionError, FeatureUnavailable
-from ._feature import API, CaseName, Coverage, Unsupported
+from ._feature import API, CaseName, Coverage, PlannedCase, Unsupported
 from ._implementation import FeatureImplementation
 from ._report import CaseResult, CaseStatus, ContractReport, format_error
 from ._scope import DEFAULT_TIMEOUT, FeatureScope, check_timeout
-from ._suite import CaseFunction, ContractSuite
+from ._suite import CaseFunction, ContractSuite, FamilyFunction
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
 _PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__))
 
 
-def _check_definitions(implementation: object, suite: object) -> None:
-    """Check that the suite and implementation can run together, before anything runs."""
+def _check_definitions(
+    implementation: object, suite: object
+) -> tuple[list[PlannedCase], dict[str, Coverage]]:
+    """
+    Check that the suite and implementation can run together, before anything runs;
+    return the implementation's cases and the coverage of each.
+    """
     if isinstance(implementation, type) and issubclass(implementation, FeatureImplementation):
         raise ContractDefinitionError(
             f"pass an instance of {implementation.__qualname__}, not the class: "
@@ -53,8 +58,19 @@ def _check_definitions(implementation: object, suite: object) -> None:
             f"feature {feature.id!r}{same_id}; a suite runs only against implementations "
             f"of the same Feature object"
         )
-    feature._check_coverage(implementation.coverage, name)
+    planned = feature._plan(implementation.claims, name)
+    coverage = feature._resolve_coverage(implementation.coverage, planned, name)
     suite._check_complete()
+    return planned, coverage
+
+
+def _bind(function: FamilyFunction[API], param: Any) -> CaseFunction[API]:
+    """The case function of one family member: the family's, with its parameter."""
+
+    def member(api: API) -> Awaitable[None] | None:
+        return function(api, param)
+
+    return member
 
 
 @final
@@ -97,6 +113,7 @@ class _Plan(Generic[API]):
 
     __slots__ = (
         "case_functions",
+        "case_ids",
         "coverage",
         "create",
         "create_is_async",
@@ -111,17 +128,20 @@ class _Plan(Generic[API]):
         suite: ContractSuite[API, Any],
         timeout: object,
     ) -> None:
-        _check_definitions(implementation, suite)
+        planned, self.coverage = _check_definitions(implementation, suite)
         self.timeout = check_timeout(timeout)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
         self.create = implementation.create
         self.create_is_async = inspect.iscoroutinefunction(implementation.create)
-        self.coverage: dict[str, Coverage] = {
-            case_id: implementation.coverage[case_id] for case_id in implementation.feature.cases
-        }
+        self.case_ids = tuple(case.id for case in planned)
         self.case_functions: dict[str, CaseFunction[API]] = {
-            case_id: suite[case_id] for case_id in implementation.feature.cases
+            case.id: (
+                _bind(cast("FamilyFunction[API]", suite[case.name]), case.param)
+                if case.is_member
+                else cast("CaseFunction[API]", suite[case.name])
+            )
+            for case in planned
         }
 
     async def run(
@@ -362,7 +382,7 @@ async def run_contract(
     """
     plan = _Plan(implementation, suite, timeout)
     concurrency = _check_concurrency(max_concurrency)
-    results, late_errors = await plan.run(implementation.feature.cases, concurrency)
+    results, late_errors = await plan.run(plan.case_ids, concurrency)
     return ContractReport(plan.feature_id, plan.name, tuple(results), tuple(late_errors))
 
 
@@ -473,4 +493,4 @@ def contract_cases(
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
     plan = _Plan(implementation, suite, timeout)
-    return [ContractCase(plan, case_id) for case_id in implementation.feature.cases]
+    return [ContractCase(plan, case_id) for case_id in plan.case_ids]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Generic, TypeAlias, TypeVar, final, overload
+from typing import Any, Generic, TypeAlias, TypeVar, final, overload
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Feature
 
 CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
 """A case: a callable, usually ``async def``, that takes the API and raises on failure."""
+
+FamilyFunction: TypeAlias = Callable[[API, Any], Awaitable[None] | None]
+"""A case family: like a case, with the member's parameter as a second argument."""
 
 # The decorated function keeps its own return type, so it can still be awaited.
 _Outcome = TypeVar("_Outcome", bound=Awaitable[None] | None)
@@ -34,23 +37,30 @@ class ContractSuite(Generic[API, CaseName]):
     def __init__(
         self,
         feature: Feature[API, CaseName],
-        cases: Mapping[CaseName, CaseFunction[API]] | None = None,
+        cases: Mapping[CaseName, CaseFunction[API] | FamilyFunction[API]] | None = None,
     ) -> None:
         if not isinstance(feature, Feature):
             raise ContractDefinitionError(
                 f"ContractSuite() needs a Feature as its first argument, got {feature!r}"
             )
         self.feature: Feature[API, CaseName] = feature
-        self._cases: dict[str, CaseFunction[API]] = {}
+        self._cases: dict[str, CaseFunction[API] | FamilyFunction[API]] = {}
         for name, function in (cases or {}).items():
-            self._add(name, function)
+            self._add(name, function, family=name in feature.families)
 
     def __repr__(self) -> str:
         return f"ContractSuite({self.feature.id!r}, cases={list(self._cases)!r})"
 
-    def _add(self, name: str, function: CaseFunction[API]) -> None:
+    def _add(
+        self, name: str, function: CaseFunction[API] | FamilyFunction[API], *, family: bool
+    ) -> None:
         feature = self.feature
         feature._check_case(name, f"suite of feature {feature.id!r}")
+        if family != (name in feature.families):
+            kind, decorator = ("a family", "family") if not family else ("a case", "case")
+            raise ContractDefinitionError(
+                f"{name!r} is {kind} of feature {feature.id!r}: register it with @suite.{decorator}"
+            )
         if not callable(function):
             raise ContractDefinitionError(
                 f"case {name!r} of feature {feature.id!r} must be callable, got {function!r}"
@@ -87,15 +97,53 @@ class ContractSuite(Generic[API, CaseName]):
             name = function_or_name
 
             def register(function: Callable[[API], _Outcome]) -> Callable[[API], _Outcome]:
-                self._add(name, function)
+                self._add(name, function, family=False)
                 return function
 
             return register
         function = function_or_name
-        self._add(getattr(function, "__name__", repr(function)), function)
+        self._add(getattr(function, "__name__", repr(function)), function, family=False)
         return function
 
-    def __getitem__(self, name: CaseName) -> CaseFunction[API]:
+    @overload
+    def family(
+        self, function: Callable[[API, Any], _Outcome], /
+    ) -> Callable[[API, Any], _Outcome]: ...
+    @overload
+    def family(
+        self, name: CaseName, /
+    ) -> Callable[[Callable[[API, Any], _Outcome]], Callable[[API, Any], _Outcome]]: ...
+    def family(
+        self, function_or_name: Callable[[API, Any], _Outcome] | CaseName, /
+    ) -> (
+        Callable[[API, Any], _Outcome]
+        | Callable[[Callable[[API, Any], _Outcome]], Callable[[API, Any], _Outcome]]
+    ):
+        """
+        Register the function of a case family; it takes the API and the member's parameter.
+
+        Used like :meth:`case`: bare, or with the family's name. The function runs
+        once per member the implementation claims, receiving the parameter name
+        (or the :class:`Example` of a table).
+
+        :raises ContractDefinitionError: if the feature declares no such family or
+            the suite already has a function for it.
+        """
+        if isinstance(function_or_name, str):
+            name = function_or_name
+
+            def register(
+                function: Callable[[API, Any], _Outcome],
+            ) -> Callable[[API, Any], _Outcome]:
+                self._add(name, function, family=True)
+                return function
+
+            return register
+        function = function_or_name
+        self._add(getattr(function, "__name__", repr(function)), function, family=True)
+        return function
+
+    def __getitem__(self, name: CaseName) -> CaseFunction[API] | FamilyFunction[API]:
         return self._cases[name]
 
     def __contains__(self, name: object) -> bool:
@@ -108,7 +156,11 @@ class ContractSuite(Generic[API, CaseName]):
         return len(self._cases)
 
     def _check_complete(self) -> None:
-        missing = [name for name in self.feature.cases if name not in self._cases]
+        missing = [
+            name
+            for name in (*self.feature.cases, *self.feature.families)
+            if name not in self._cases
+        ]
         if missing:
             raise ContractDefinitionError(
                 f"suite of feature {self.feature.id!r} has no function for case(s) "
