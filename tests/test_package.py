@@ -42,6 +42,8 @@ class TestPublicNames:
         import unittest
 
         assert issubclass(ck.ContractFailure, AssertionError)
+        assert issubclass(ck.LawViolation, AssertionError)
+        assert issubclass(ck.SuiteAuditFailure, AssertionError)
         assert issubclass(ck.ContractDefinitionError, ValueError)
         assert issubclass(ck.CaseUnsupported, unittest.SkipTest)
         for exception in (
@@ -49,6 +51,8 @@ class TestPublicNames:
             ck.ContractDefinitionError,
             ck.CaseUnsupported,
             ck.FeatureUnavailable,
+            ck.LawViolation,
+            ck.SuiteAuditFailure,
         ):
             assert issubclass(exception, ck.ConformkitError)
 

@@ -100,6 +100,7 @@ class TestToDict:
             "duration": 0.25,
             "error": None,
             "cleanup_errors": [],
+            "stale": False,
         }
 
     def test_names_non_builtin_exception_types_with_their_module(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._audit import SuiteAuditFailure as SuiteAuditFailure
+from ._audit import audit_suites as audit_suites
 from ._exceptions import CaseUnsupported as CaseUnsupported
 from ._exceptions import ConformkitError as ConformkitError
 from ._exceptions import ContractDefinitionError as ContractDefinitionError
@@ -47,9 +49,11 @@ __all__ = [
     "FeatureUnavailable",
     "LawViolation",
     "Session",
+    "SuiteAuditFailure",
     "Supported",
     "Unsupported",
     "assert_contract",
+    "audit_suites",
     "contract_cases",
     "open_feature",
     "run_contract",

@@ -37,6 +37,8 @@ class CaseResult:
     :ivar error: the exception that decided the outcome, if any.
     :ivar cleanup_errors: failures of the case's cleanups, in the order they happened.
     :ivar duration: seconds from the start of ``create`` to the end of cleanup.
+    :ivar stale: the case was declared unsupported, yet passed when probed
+        (``probe_unsupported=True``): the declaration has outlived its cause.
     """
 
     case_id: str
@@ -45,6 +47,7 @@ class CaseResult:
     error: BaseException | None = None
     cleanup_errors: tuple[BaseException, ...] = ()
     duration: float = 0.0
+    stale: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict: strings, numbers, lists and dicts only."""
@@ -55,6 +58,7 @@ class CaseResult:
             "duration": self.duration,
             "error": None if self.error is None else describe_exception(self.error),
             "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
+            "stale": self.stale,
         }
 
 
@@ -63,7 +67,15 @@ def _fast_init() -> Any:
     # __init__ of a frozen dataclass costs about a microsecond, which the runner's
     # per-case path cannot afford for every passing case.
     slots = [CaseResult.__dict__[field.name].__set__ for field in dataclasses.fields(CaseResult)]
-    set_case_id, set_status, set_reason, set_error, set_cleanup_errors, set_duration = slots
+    (
+        set_case_id,
+        set_status,
+        set_reason,
+        set_error,
+        set_cleanup_errors,
+        set_duration,
+        set_stale,
+    ) = slots
 
     def __init__(
         self: CaseResult,
@@ -73,6 +85,7 @@ def _fast_init() -> Any:
         error: BaseException | None = None,
         cleanup_errors: tuple[BaseException, ...] = (),
         duration: float = 0.0,
+        stale: bool = False,
     ) -> None:
         set_case_id(self, case_id)
         set_status(self, status)
@@ -80,6 +93,7 @@ def _fast_init() -> Any:
         set_error(self, error)
         set_cleanup_errors(self, cleanup_errors)
         set_duration(self, duration)
+        set_stale(self, stale)
 
     __init__.__qualname__ = "CaseResult.__init__"
     return __init__
@@ -103,12 +117,16 @@ class ContractReport:
     :ivar cleanup_errors: failures that belong to no single case: background work
         that failed only after its case was judged, because it outlived the
         deadline of its join.
+    :ivar unexercised: the API's operations that no case called, when the run
+        recorded calls (``reject_vacuous=True``); ``None`` when it did not, or
+        when the feature's API type is unknown.
     """
 
     feature_id: str
     implementation: str
     results: tuple[CaseResult, ...]
     cleanup_errors: tuple[BaseException, ...] = ()
+    unexercised: tuple[str, ...] | None = None
 
     def counts(self) -> dict[CaseStatus, int]:
         """Return how many cases have each status, every status present."""
@@ -136,6 +154,8 @@ class ContractReport:
                 lines.append(
                     f"  {result.status.upper()} {result.case_id}: {_one_line(result.reason)}"
                 )
+        if self.unexercised:
+            lines.append(f"  operations no case exercised: {', '.join(self.unexercised)}")
         for exc in self.cleanup_errors:
             lines.append(f"  CLEANUP ERROR: {_one_line(format_error(exc))}")
         return "\n".join(lines)
@@ -148,6 +168,7 @@ class ContractReport:
             "counts": {status.value: n for status, n in self.counts().items()},
             "results": [result.to_dict() for result in self.results],
             "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
+            "unexercised": None if self.unexercised is None else list(self.unexercised),
         }
 
 
@@ -179,14 +200,19 @@ def _one_line(text: str | None, limit: int = 240) -> str:
     return line + ("…" if more else "")
 
 
-def assert_contract(report: ContractReport, *, require_full: bool = False) -> None:
+def assert_contract(
+    report: ContractReport, *, require_full: bool = False, reject_stale: bool = False
+) -> None:
     """
     The gate: return quietly if the report holds, raise :exc:`ContractFailure` if not.
 
     It rejects any ``failed`` case, any ``unavailable`` case (the implementation
     claimed it, and a claim that was not checked is not proven), any cleanup
     failure, and a report in which no case passed at all. With
-    ``require_full=True`` every case must have passed.
+    ``require_full=True`` every case must have passed. With
+    ``reject_stale=True``, a case declared unsupported that passed when probed
+    (``probe_unsupported=True``) is rejected too, so a declared gap cannot
+    outlive its cause.
 
     :raises ContractFailure: listing each offending case with its status and reason.
     """
@@ -194,8 +220,10 @@ def assert_contract(report: ContractReport, *, require_full: bool = False) -> No
         raise TypeError(f"assert_contract() needs a ContractReport, got {report!r}")
     offences: list[str] = []
     for result in report.results:
-        rejected = result.status in (CaseStatus.FAILED, CaseStatus.UNAVAILABLE) or (
-            require_full and result.status is not CaseStatus.PASSED
+        rejected = (
+            result.status in (CaseStatus.FAILED, CaseStatus.UNAVAILABLE)
+            or (require_full and result.status is not CaseStatus.PASSED)
+            or (reject_stale and result.stale)
         )
         if rejected:
             offences.append(f"  {result.case_id}: {result.status.value}: {result.reason}")

@@ -6,18 +6,25 @@ import functools
 import importlib.util
 import inspect
 import os
+import typing
 from collections.abc import Awaitable, Iterator
 from time import monotonic, perf_counter
 from types import CoroutineType, TracebackType
-from typing import Any, Final, Generic, Literal, cast, final
+from typing import Any, Final, Generic, Literal, TypeAlias, cast, final
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ._exceptions import CaseUnsupported, ContractDefinitionError, FeatureUnavailable
+from ._exceptions import (
+    CaseUnsupported,
+    ContractDefinitionError,
+    FeatureUnavailable,
+    LawViolation,
+)
 from ._feature import API, CaseName, Coverage, PlannedCase, Unsupported
 from ._implementation import FeatureImplementation
+from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, format_error
 from ._scope import DEFAULT_TIMEOUT, FeatureScope, check_timeout
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
@@ -119,6 +126,9 @@ class _Plan(Generic[API]):
         "create_is_async",
         "feature_id",
         "name",
+        "operations",
+        "probe",
+        "record",
         "timeout",
     )
 
@@ -127,8 +137,16 @@ class _Plan(Generic[API]):
         implementation: FeatureImplementation[API, Any],
         suite: ContractSuite[API, Any],
         timeout: object,
+        *,
+        reject_vacuous: bool = False,
+        probe_unsupported: bool = False,
     ) -> None:
         planned, self.coverage = _check_definitions(implementation, suite)
+        self.record = reject_vacuous
+        self.probe = probe_unsupported
+        self.operations = (
+            api_operations(_api_type(implementation.feature)) if reject_vacuous else None
+        )
         self.timeout = check_timeout(timeout)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
@@ -144,25 +162,31 @@ class _Plan(Generic[API]):
             for case in planned
         }
 
-    async def run(
-        self, case_ids: tuple[str, ...], max_concurrency: int
-    ) -> tuple[list[CaseResult], list[BaseException]]:
-        """Run the cases; return their results and the failures that outlived them."""
+    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> _Execution[API]:
+        """Run the cases; the execution holds their results and what else was seen."""
         execution = _Execution(self, len(case_ids))
-        results = await execution.run(case_ids, max_concurrency)
-        return results, execution.late_errors()
+        await execution.run(case_ids, max_concurrency)
+        return execution
+
+
+def _api_type(feature: object) -> object:
+    """The API type a feature was declared with, ``Feature[API](...)``, if it is known."""
+    declared = getattr(feature, "__orig_class__", None)
+    arguments = typing.get_args(declared)
+    return arguments[0] if arguments else None
 
 
 @final
 class _Execution(Generic[API]):
     """The state of one run: results so far, the task group, an interrupt to re-raise."""
 
-    __slots__ = ("interrupt", "plan", "results", "spawner", "stragglers")
+    __slots__ = ("called", "interrupt", "plan", "results", "spawner", "stragglers")
 
     def __init__(self, plan: _Plan[API], size: int) -> None:
         self.plan = plan
         self.results: list[CaseResult | None] = [None] * size
         self.interrupt: BaseException | None = None
+        self.called: set[str] = set()  # API operations the cases called, when recording
         # Scopes whose background work outlived its join, with how many failures
         # their case's result already holds: later ones go into the report.
         self.stragglers: list[tuple[FeatureScope, int]] = []
@@ -171,15 +195,38 @@ class _Execution(Generic[API]):
         """Failures of background work that ended after its case was judged."""
         return [exc for scope, known in self.stragglers for exc in scope._outcome[known:]]
 
-    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> list[CaseResult]:
+    def report(self) -> ContractReport:
+        """The report of a whole run."""
         plan = self.plan
-        pending: list[tuple[int, str, CaseFunction[API]]] = []
+        unexercised = None
+        if plan.operations is not None:
+            unexercised = tuple(name for name in plan.operations if name not in self.called)
+        return ContractReport(
+            plan.feature_id,
+            plan.name,
+            tuple(self.finished()),
+            tuple(self.late_errors()),
+            unexercised,
+        )
+
+    def finished(self) -> list[CaseResult]:
+        return [result for result in self.results if result is not None]
+
+    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> None:
+        plan = self.plan
+        pending: list[_Pending[API]] = []
         for index, case_id in enumerate(case_ids):
             coverage = plan.coverage[case_id]
+            function = plan.case_functions[case_id]
             if isinstance(coverage, Unsupported):
-                self.results[index] = CaseResult(case_id, CaseStatus.UNSUPPORTED, coverage.reason)
+                if plan.probe:
+                    pending.append((index, case_id, function, coverage.reason))
+                else:
+                    self.results[index] = CaseResult(
+                        case_id, CaseStatus.UNSUPPORTED, coverage.reason
+                    )
             else:
-                pending.append((index, case_id, plan.case_functions[case_id]))
+                pending.append((index, case_id, function, None))
         if pending:
             # Cases with a sync create and no await would never notice a
             # cancellation that came before the run.
@@ -200,12 +247,11 @@ class _Execution(Generic[API]):
                 task_group.cancel_scope.cancel()  # stop the watchdogs
             if self.interrupt is not None:
                 raise self.interrupt
-        return [result for result in self.results if result is not None]
 
     async def _work(
         self,
         worker: _Worker,
-        queue: Iterator[tuple[int, str, CaseFunction[API]]],
+        queue: Iterator[_Pending[API]],
         task_group: TaskGroup,
     ) -> None:
         try:
@@ -214,8 +260,8 @@ class _Execution(Generic[API]):
                 # cancels it when a stage overruns, and the next case needs a new one.
                 with anyio.CancelScope() as worker.cancel_scope:
                     worker.fired = None
-                    for index, case_id, function in queue:
-                        await self._execute(index, case_id, function, worker)
+                    for index, case_id, function, declared in queue:
+                        await self._execute(index, case_id, function, declared, worker)
                         if worker.cancel_scope.cancel_called:
                             break
                     else:
@@ -233,12 +279,24 @@ class _Execution(Generic[API]):
             task_group.cancel_scope.cancel()
 
     async def _execute(
-        self, index: int, case_id: str, function: CaseFunction[API], worker: _Worker
+        self,
+        index: int,
+        case_id: str,
+        function: CaseFunction[API],
+        declared: str | None,
+        worker: _Worker,
     ) -> None:
+        """
+        Run one case in a fresh scope and record its result.
+
+        :param declared: the reason the case was declared unsupported, when it is
+            run only to probe that declaration.
+        """
         plan = self.plan
         timeout = plan.timeout
         scope = FeatureScope(self.spawner, plan.feature_id, case_id, timeout)
         error: BaseException | None = None
+        recorder: CallRecorder | None = None
         stage = "create"
         started = perf_counter()
         if timeout is not None:
@@ -254,6 +312,9 @@ class _Execution(Generic[API]):
             if timeout is not None:
                 worker.stage = stage
                 worker.deadline = monotonic() + timeout
+            if plan.record:
+                recorder = CallRecorder()
+                created = recorder.wrap(created)
             outcome = function(cast("API", created))
             if outcome is not None:
                 await outcome
@@ -268,8 +329,17 @@ class _Execution(Generic[API]):
             # An outside cancellation that arrived while cleanups ran shielded.
             await anyio.lowlevel.checkpoint_if_cancelled()
 
+        if recorder is not None:
+            self.called.update(recorder.names())
         if error is None and not cleanup_errors and worker.fired is not scope:
-            self.results[index] = CaseResult(case_id, CaseStatus.PASSED, None, None, (), duration)
+            if recorder is not None and not recorder.calls:
+                result = CaseResult(
+                    case_id, CaseStatus.FAILED, "vacuous: the case never called the API",
+                    duration=duration,
+                )  # fmt: skip
+            else:
+                result = CaseResult(case_id, CaseStatus.PASSED, None, None, (), duration)
+            self.results[index] = result if declared is None else _probed(result, declared)
             return
         interrupts = [exc for exc in cleanup_errors if not isinstance(exc, Exception)]
         if interrupts:
@@ -282,13 +352,29 @@ class _Execution(Generic[API]):
                 f"feature {plan.feature_id!r}, case {case_id!r}: stage {worker.stage!r} "
                 f"exceeded the {timeout or 0:g}s deadline"
             ).with_traceback(None)
-            self.results[index] = CaseResult(
+            result = CaseResult(
                 case_id, CaseStatus.FAILED, str(error), error, tuple(cleanup_errors), duration
             )
+            self.results[index] = result if declared is None else _probed(result, declared)
             return
         if isinstance(error, cancelled) or (error is not None and not isinstance(error, Exception)):
             raise error  # outside cancellation or an interrupt: never a case outcome
-        self.results[index] = _judge(case_id, stage, error, tuple(cleanup_errors), duration)
+        result = _judge(case_id, stage, error, tuple(cleanup_errors), duration)
+        self.results[index] = result if declared is None else _probed(result, declared)
+
+
+_Pending: TypeAlias = tuple[int, str, CaseFunction[API], str | None]
+"""A case waiting to run: its index, ID, function and, when probed, its declared reason."""
+
+
+def _probed(result: CaseResult, declared: str) -> CaseResult:
+    """A probed case stays unsupported; one that passed is a stale declaration."""
+    if result.status is CaseStatus.PASSED:
+        return CaseResult(
+            result.case_id, CaseStatus.UNSUPPORTED, f"{declared} (declared unsupported but passed)",
+            duration=result.duration, stale=True,
+        )  # fmt: skip
+    return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
 
 
 def _judge(
@@ -364,6 +450,8 @@ async def run_contract(
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
     max_concurrency: int = 1,
+    reject_vacuous: bool = False,
+    probe_unsupported: bool = False,
 ) -> ContractReport:
     """
     Run every case of ``suite`` against ``implementation`` and report the outcome.
@@ -376,14 +464,27 @@ async def run_contract(
         take; a stage that overruns fails the case with a reason naming the
         feature, the case and the stage. ``None`` disables the deadlines.
     :param max_concurrency: how many cases may run at once.
+    :param reject_vacuous: record the calls each case makes through the API (the
+        case gets a recording proxy) and fail a case that passed without calling
+        it: ``"vacuous: the case never called the API"``. The report then lists
+        the API's operations that no case called, in ``report.unexercised``.
+    :param probe_unsupported: run the cases declared unsupported too. They stay
+        ``unsupported``; one that passes is marked ``stale`` ("declared
+        unsupported but passed"), which ``assert_contract(reject_stale=True)``
+        rejects.
     :raises ContractDefinitionError: before anything runs, if the suite and the
         implementation do not belong to the same feature, the suite lacks a case
         or the coverage is incomplete.
     """
-    plan = _Plan(implementation, suite, timeout)
-    concurrency = _check_concurrency(max_concurrency)
-    results, late_errors = await plan.run(plan.case_ids, concurrency)
-    return ContractReport(plan.feature_id, plan.name, tuple(results), tuple(late_errors))
+    plan = _Plan(
+        implementation,
+        suite,
+        timeout,
+        reject_vacuous=reject_vacuous,
+        probe_unsupported=probe_unsupported,
+    )
+    execution = await plan.run(plan.case_ids, _check_concurrency(max_concurrency))
+    return execution.report()
 
 
 def _check_backend(backend: object) -> Backend:
@@ -403,6 +504,8 @@ def run_contract_sync(
     backend: Backend = "asyncio",
     timeout: float | None = DEFAULT_TIMEOUT,
     max_concurrency: int = 1,
+    reject_vacuous: bool = False,
+    probe_unsupported: bool = False,
 ) -> ContractReport:
     """
     :func:`run_contract` from synchronous code, on an event loop of its own.
@@ -411,7 +514,13 @@ def run_contract_sync(
     """
     backend = _check_backend(backend)
     runner = functools.partial(
-        run_contract, implementation, suite, timeout=timeout, max_concurrency=max_concurrency
+        run_contract,
+        implementation,
+        suite,
+        timeout=timeout,
+        max_concurrency=max_concurrency,
+        reject_vacuous=reject_vacuous,
+        probe_unsupported=probe_unsupported,
     )
     return anyio.run(runner, backend=backend)
 
@@ -457,7 +566,8 @@ class ContractCase(Generic[API]):
         __tracebackhide__ = True  # pytest shows the case's frames, not this one
         if isinstance(self.coverage, Unsupported):
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
-        [result], late_errors = await self._plan.run((self.id,), 1)
+        execution = await self._plan.run((self.id,), 1)
+        [result], late_errors = execution.finished(), execution.late_errors()
         if result.status is CaseStatus.PASSED and not late_errors:
             return
         errors = [
@@ -465,6 +575,8 @@ class ContractCase(Generic[API]):
             *result.cleanup_errors,
             *late_errors,
         ]
+        if not errors:
+            raise LawViolation(f"case {self.id!r}: {result.reason}")
         if len(errors) == 1 and result.error is not None:
             raise errors[0]
         raise BaseExceptionGroup(result.reason or f"case {self.id!r} failed", errors)
@@ -480,6 +592,7 @@ def contract_cases(
     suite: ContractSuite[API, CaseName],
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
+    reject_vacuous: bool = False,
 ) -> list[ContractCase[API]]:
     """
     Return one :class:`ContractCase` per declared case, for any test runner's loop.
@@ -490,7 +603,11 @@ def contract_cases(
         async def test_text(case: ContractCase[TextAPI]) -> None:
             await case.run()
 
+    A family yields one case per member the implementation claims.
+
+    :param reject_vacuous: as for :func:`run_contract`; a vacuous case raises
+        :exc:`LawViolation`.
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
-    plan = _Plan(implementation, suite, timeout)
+    plan = _Plan(implementation, suite, timeout, reject_vacuous=reject_vacuous)
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
