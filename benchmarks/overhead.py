@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -57,7 +57,7 @@ async def hand_loop(
         cleanups.append(api.clear)
         error: BaseException | None = None
         try:
-            outcome = suite[case_id](api)
+            outcome = cast("Callable[[API], Awaitable[None]]", suite[case_id])(api)
             if outcome is not None:
                 await outcome
         except Exception as exc:

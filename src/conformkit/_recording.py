@@ -195,7 +195,7 @@ def api_operations(api_type: object) -> tuple[str, ...] | None:
     Public methods and the special methods the proxy records; ``None`` when the
     type is unknown (``Any``, or not a class).
     """
-    if not isinstance(api_type, type):
+    if api_type is Any or not isinstance(api_type, type):  # Any is a class since 3.11
         return None
     names: Iterable[str] = (
         name
