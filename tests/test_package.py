@@ -30,6 +30,15 @@ class TestPublicNames:
         }  # fmt: skip
         assert fixed <= set(ck.__all__)
 
+    def test_laws_are_sorted_and_claim_their_package(self) -> None:
+        """conformkit.laws lists its names sorted and shows them as conformkit.laws.Name."""
+        from conformkit import laws
+
+        assert laws.__all__ == sorted(laws.__all__, key=lambda name: (name[0].islower(), name))
+        for name in laws.__all__:
+            value = getattr(laws, name)
+            assert value.__module__ in ("conformkit", "conformkit.laws"), name
+
     def test_exports_claim_the_package_as_their_module(self) -> None:
         """Tracebacks and docs show conformkit.Name, never a private module."""
         for name in ck.__all__:

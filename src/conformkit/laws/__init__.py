@@ -31,3 +31,10 @@ __all__ = [
     "round_trip_async",
     "strictly_equal",
 ]
+
+# Tracebacks, reprs and docs show ``conformkit.laws.Name``, not a private module.
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith("conformkit."):
+        _value.__module__ = __name__
+del _name, _value
