@@ -12,6 +12,7 @@ loop; the figure is the median over the rounds, in microseconds per case.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -78,6 +79,7 @@ async def measure(label: str, size: int, rounds: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, contender in contenders.items():  # interleaved, so drift hits all alike
+            gc.collect()  # no contender pays for the garbage of the one before
             started = time.perf_counter()
             outcome = await contender()
             elapsed = time.perf_counter() - started

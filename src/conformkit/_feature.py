@@ -6,9 +6,9 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, final
+from typing import Any, Generic, NamedTuple, TypeAlias, final
 
 from typing_extensions import TypeVar
 
@@ -175,15 +175,14 @@ def member_id(family: str, param: str) -> str:
     return f"{family}[{param}]"
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class PlannedCase:
-    """One case an implementation will be checked on: a plain case or a family member."""
+class Plan(NamedTuple):
+    """
+    The cases one implementation is checked on, in report order, and of those the
+    family members: each member's family and parameter value.
+    """
 
-    id: str
-    name: str  # the declared case or family the case comes from
-    param: Any = None
-    is_member: bool = False
+    case_ids: list[str]
+    members: dict[str, tuple[str, Any]]
 
 
 @final
@@ -292,6 +291,8 @@ class Feature(Generic[API, CaseName]):
 
     def _check_member(self, case_id: str, where: str) -> None:
         """Like :meth:`_check_case`, also accepting ``family[param]`` member IDs."""
+        if case_id in self._names:
+            return
         match = _MEMBER.match(case_id)
         if match is None or match["family"] not in self.families:
             self._check_case(case_id, where)
@@ -370,20 +371,19 @@ class Feature(Generic[API, CaseName]):
             claimed[family] = tuple(param for param in known if param in wanted)
         return claimed
 
-    def _plan(self, claims: object, owner: str) -> list[PlannedCase]:
+    def _plan(self, claims: object, owner: str) -> Plan:
         """The cases an implementation with these claims is checked on, in report order."""
-        planned = [PlannedCase(name, name) for name in self.cases]
+        case_ids: list[str] = list(self.cases)
+        members: dict[str, tuple[str, Any]] = {}
         for family, params in self._check_claims(claims, owner).items():
             values = self.families[family]
-            planned.extend(
-                PlannedCase(member_id(family, param), family, values[param], True)
-                for param in params
-            )
-        return planned
+            for param in params:
+                case_id = member_id(family, param)
+                case_ids.append(case_id)
+                members[case_id] = (family, values[param])
+        return Plan(case_ids, members)
 
-    def _resolve_coverage(
-        self, coverage: object, planned: Sequence[PlannedCase], owner: str
-    ) -> dict[str, Coverage]:
+    def _resolve_coverage(self, coverage: object, plan: Plan, owner: str) -> dict[str, Coverage]:
         """
         Check a coverage declaration and return the coverage of each planned case.
 
@@ -396,21 +396,22 @@ class Feature(Generic[API, CaseName]):
                 f"Unsupported(reason), got {coverage!r}; "
                 f"{self.id!r} can build one with feature.coverage()"
             )
+        known = self._names
         for name, value in coverage.items():
-            self._check_member(name, f"{owner}.coverage")
-            if not isinstance(value, Supported | Unsupported):
+            if name not in known:
+                self._check_member(name, f"{owner}.coverage")
+            if type(value) is not Supported and type(value) is not Unsupported:
                 raise ContractDefinitionError(
                     f"{owner}.coverage[{name!r}] must be Supported() or Unsupported(reason), "
                     f"got {value!r}"
                 )
-        resolved: dict[str, Coverage] = {}
-        missing: list[str] = []
-        for case in planned:
-            value = coverage.get(case.id, coverage.get(case.name) if case.is_member else None)
-            if value is None:
-                missing.append(case.id)
-            else:
-                resolved[case.id] = value
+        members = plan.members
+        missing = [
+            case_id
+            for case_id in plan.case_ids
+            if case_id not in coverage
+            and (case_id not in members or members[case_id][0] not in coverage)
+        ]
         if missing:
             whole = (
                 " (or a family as a whole, under its name)"
@@ -421,7 +422,10 @@ class Feature(Generic[API, CaseName]):
                 f"{owner}.coverage does not declare case(s) {', '.join(map(repr, missing))} "
                 f"of feature {self.id!r}; declare each Supported() or Unsupported(reason){whole}"
             )
-        return resolved
+        return {
+            case_id: coverage[case_id] if case_id in coverage else coverage[members[case_id][0]]
+            for case_id in plan.case_ids
+        }
 
 
 def _family_params(feature_id: str, family: str, params: object) -> dict[str, Any]:

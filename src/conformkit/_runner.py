@@ -22,7 +22,7 @@ from ._exceptions import (
     FeatureUnavailable,
     LawViolation,
 )
-from ._feature import API, CaseName, Coverage, PlannedCase, Unsupported
+from ._feature import API, CaseName, Coverage, Plan, Unsupported
 from ._implementation import FeatureImplementation
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, format_error
@@ -34,9 +34,7 @@ _BACKENDS: Final = ("asyncio", "trio")
 _PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__))
 
 
-def _check_definitions(
-    implementation: object, suite: object
-) -> tuple[list[PlannedCase], dict[str, Coverage]]:
+def _check_definitions(implementation: object, suite: object) -> tuple[Plan, dict[str, Coverage]]:
     """
     Check that the suite and implementation can run together, before anything runs;
     return the implementation's cases and the coverage of each.
@@ -152,15 +150,15 @@ class _Plan(Generic[API]):
         self.feature_id = implementation.feature.id
         self.create = implementation.create
         self.create_is_async = inspect.iscoroutinefunction(implementation.create)
-        self.case_ids = tuple(case.id for case in planned)
+        self.case_ids = tuple(planned.case_ids)
+        functions = suite._cases
         self.case_functions: dict[str, CaseFunction[API]] = {
-            case.id: (
-                _bind(cast("FamilyFunction[API]", suite[case.name]), case.param)
-                if case.is_member
-                else cast("CaseFunction[API]", suite[case.name])
-            )
-            for case in planned
+            name: cast("CaseFunction[API]", functions[name])
+            for name in implementation.feature.cases
         }
+        for case_id, (family, param) in planned.members.items():
+            family_function = cast("FamilyFunction[API]", functions[family])
+            self.case_functions[case_id] = _bind(family_function, param)
 
     async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> _Execution[API]:
         """Run the cases; the execution holds their results and what else was seen."""
