@@ -28,7 +28,7 @@ BACKENDS: tuple[Backend, ...] = ("asyncio", "trio")
 STAGES = ("create", "case", "cleanup")
 PACKAGE_DIR = os.path.dirname(os.path.abspath(ck.__file__))
 FEATURE_ID = "test.runner"
-SHORT = 0.1  # seconds: small enough to keep the file fast, never hit by a quick stage
+SHORT = 0.3  # seconds: small enough to keep the file fast, never hit by a quick stage
 
 
 class Probe:

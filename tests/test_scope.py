@@ -12,7 +12,7 @@ import pytest
 
 import conformkit as ck
 
-TIMEOUT = 0.1
+TIMEOUT = 0.3
 """The cleanup deadline of every session here: small, so that a hang times out fast."""
 
 FOREVER = 5.0
