@@ -1,0 +1,13 @@
+"""
+Ready-made profiles: contracts for common interfaces, each proven against an
+in-memory reference implementation and a real SQLite-backed one.
+
+Each profile is a module exposing its API protocol, its error types, ``feature``,
+``suite``, its implementations and ``implementations``, a tuple of one instance
+of each bundled implementation.
+"""
+
+from __future__ import annotations
+
+BUNDLED: tuple[str, ...] = ()
+"""The bundled profiles, as module names under ``conformkit.profiles``."""
