@@ -1,0 +1,1120 @@
+"""
+The workspace profile: a byte store with POSIX-style paths.
+
+Passing it establishes that a store keeps the behaviour a consumer of a small
+file tree relies on: a write is visible as soon as it resolves and replaces
+what was there; the bytes are copied in and out, so neither the caller's
+buffer nor the object a read returned can change what is stored; writing a
+nested path creates its parents, which then persist until removed; listings
+give the names of direct children in code-point order; reads of missing paths
+give ``None`` while listing or removing them raises :class:`NotFound`;
+removal is precise (``/a`` never takes ``/ab`` with it), refuses a non-empty
+directory without ``recursive=True`` and removes nothing when it refuses, and
+recursive removal of ``/`` empties the workspace but keeps ``/``; a file and a
+directory never stand in for each other; and every operation rejects a path
+that is not in canonical form, so no path can reach outside ``/``.
+
+It does not establish atomicity of a write under a crash, durability across
+processes, behaviour under concurrent writers, limits on sizes, names or depth,
+or how names compare on a file system that folds case or normalises Unicode.
+
+Paths are ``str``: ``/`` is the root, and every other path is ``/`` followed by
+names joined by ``/`` (``/a/b.txt``). A name is non-empty, is not ``.`` or
+``..``, and holds no ``/``, backslash or NUL and no lone surrogate.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from types import TracebackType
+from typing import Final, Literal, Protocol, Self, TypeAlias, TypeVar, final
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+from typing_extensions import Buffer
+
+from .._feature import Feature
+from .._implementation import FeatureImplementation
+from .._scope import FeatureScope
+from .._suite import ContractSuite
+
+_T = TypeVar("_T")
+
+# --------------------------------------------------------------------------- the API
+
+
+class WorkspaceAPI(Protocol):
+    """
+    What the consumers of a workspace rely on: bytes stored under POSIX-style paths.
+
+    Directories are created by writing a path beneath them and exist until they
+    are removed. Every method raises :class:`InvalidPath` for a path that is not
+    in canonical form (see the module's documentation).
+    """
+
+    async def write(self, path: str, data: Buffer) -> None:
+        """
+        Store a copy of ``data`` at ``path``, replacing a file there; create missing parents.
+
+        :raises IsADirectory: if ``path`` is a directory (``/`` included).
+        :raises NotADirectory: if a parent of ``path`` is a file; nothing is created.
+        """
+        ...
+
+    async def read(self, path: str) -> bytes | None:
+        """
+        Return the bytes of the file at ``path``, or ``None`` if nothing is there.
+
+        A path beneath a file is missing too, and reads as ``None``.
+
+        :raises IsADirectory: if ``path`` is a directory.
+        """
+        ...
+
+    async def list(self, path: str) -> builtins.list[str]:
+        """
+        Return the names of the direct children of the directory ``path``, in code-point order.
+
+        :raises NotFound: if nothing is at ``path``.
+        :raises NotADirectory: if ``path`` is a file.
+        """
+        ...
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        """
+        Remove the file or directory at ``path``.
+
+        A non-empty directory needs ``recursive=True``, which removes it and
+        everything under it. ``/`` is never removed itself: removing it
+        recursively removes everything under it.
+
+        :raises NotFound: if nothing is at ``path``.
+        :raises DirectoryNotEmpty: for a non-empty directory without ``recursive``;
+            nothing is removed.
+        """
+        ...
+
+    async def exists(self, path: str) -> bool:
+        """Tell whether a file or a directory is at ``path``; ``/`` always exists."""
+        ...
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class WorkspaceError(Exception):
+    """
+    Base class of the errors a workspace raises.
+
+    Each subclass also derives from the standard type that fits it, so that
+    ``except FileNotFoundError`` or ``except ValueError`` work as expected. The
+    :class:`OSError` subclasses take the usual ``(errno, strerror, filename)``
+    arguments, the filename being the workspace path.
+    """
+
+
+class InvalidPath(WorkspaceError, ValueError):
+    """A path is not in canonical form, or leads outside the workspace."""
+
+
+class NotFound(WorkspaceError, FileNotFoundError):
+    """Nothing is at the path that was listed or removed."""
+
+
+class NotADirectory(WorkspaceError, NotADirectoryError):
+    """A directory was needed where a file is: listing a file, writing beneath one."""
+
+
+class IsADirectory(WorkspaceError, IsADirectoryError):
+    """A file was needed where a directory is: reading or writing a directory."""
+
+
+class DirectoryNotEmpty(WorkspaceError, OSError):
+    """Removing a non-empty directory needs ``recursive=True``; ``errno`` is ``ENOTEMPTY``."""
+
+
+def _invalid(path: str, why: str) -> InvalidPath:
+    return InvalidPath(
+        f"invalid workspace path {path!r}: {why}; a path is '/' or '/' followed by names "
+        f"joined by '/', like '/a/b.txt'"
+    )
+
+
+def _not_found(path: str) -> NotFound:
+    return NotFound(errno.ENOENT, "no file or directory at this workspace path", path)
+
+
+def _not_a_directory(path: str, why: str) -> NotADirectory:
+    return NotADirectory(errno.ENOTDIR, why, path)
+
+
+def _is_a_directory(path: str, action: str) -> IsADirectory:
+    return IsADirectory(errno.EISDIR, f"cannot {action} a directory", path)
+
+
+def _not_empty(path: str) -> DirectoryNotEmpty:
+    return DirectoryNotEmpty(
+        errno.ENOTEMPTY,
+        "directory is not empty; remove(path, recursive=True) removes it and everything under it",
+        path,
+    )
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def _split(path: object) -> tuple[str, ...]:
+    """
+    Return the names of a canonical workspace path, ``()`` for ``/``.
+
+    :raises TypeError: if ``path`` is not a ``str``.
+    :raises InvalidPath: if it is not in canonical form.
+    """
+    if not isinstance(path, str):
+        raise TypeError(f"a workspace path must be a str, got {type(path).__name__}: {path!r}")
+    if path == "/":
+        return ()
+    if not path.startswith("/"):
+        raise _invalid(path, "it must be absolute, starting with '/'")
+    names = tuple(path[1:].split("/"))
+    for name in names:
+        if not name:
+            raise _invalid(path, "it has an empty name ('//' or a trailing '/')")
+        if name in (".", ".."):
+            raise _invalid(path, f"{name!r} is not a name: paths are never relative")
+        if "\\" in name:
+            raise _invalid(path, "a name may not hold a backslash")
+        if "\x00" in name:
+            raise _invalid(path, "a name may not hold a NUL character")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _invalid(path, "it holds a lone surrogate, which has no UTF-8 form") from exc
+    return names
+
+
+def _join(names: tuple[str, ...]) -> str:
+    return "/" + "/".join(names)
+
+
+def _clone(data: Buffer) -> bytes:
+    """An immutable copy of ``data``, taken before anything awaits; rejects str and int."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, str):
+        raise TypeError("workspace data must be bytes-like, not str; encode it first")
+    with memoryview(data) as view:
+        return view.tobytes()
+
+
+# --------------------------------------------------------------------------- memory
+
+_Directory: TypeAlias = "dict[str, _Directory | bytes]"
+
+
+@final
+class MemoryWorkspace:
+    """The reference implementation: a tree of dicts, held in memory."""
+
+    def __init__(self) -> None:
+        self._root: _Directory = {}
+
+    def __repr__(self) -> str:
+        return f"<MemoryWorkspace of {len(self._root)} top-level entries>"
+
+    def _find(self, names: tuple[str, ...]) -> _Directory | bytes | None:
+        node: _Directory | bytes = self._root
+        for name in names:
+            if not isinstance(node, dict):
+                return None
+            child = node.get(name)
+            if child is None:
+                return None
+            node = child
+        return node
+
+    async def write(self, path: str, data: Buffer) -> None:
+        """Store a copy of ``data`` at ``path``; see :meth:`WorkspaceAPI.write`."""
+        data = _clone(data)
+        names = _split(path)
+        await anyio.lowlevel.checkpoint()
+        if not names:
+            raise _is_a_directory(path, "write")
+        # Check the whole path before creating anything: a refused write creates nothing.
+        node: _Directory | bytes | None = self._root
+        for name in names[:-1]:
+            if not isinstance(node, dict):
+                break
+            node = node.get(name)
+            if isinstance(node, bytes):
+                raise _not_a_directory(path, "a parent of this path is a file")
+        if isinstance(node, dict) and isinstance(node.get(names[-1]), dict):
+            raise _is_a_directory(path, "write")
+        directory = self._root
+        for name in names[:-1]:
+            child = directory.setdefault(name, {})
+            assert isinstance(child, dict)  # checked above
+            directory = child
+        directory[names[-1]] = data
+
+    async def read(self, path: str) -> bytes | None:
+        """Return the bytes at ``path``; see :meth:`WorkspaceAPI.read`."""
+        names = _split(path)
+        await anyio.lowlevel.checkpoint()
+        node = self._find(names)
+        if isinstance(node, dict):
+            raise _is_a_directory(path, "read")
+        return node  # bytes are immutable: handing out the stored object is safe
+
+    async def list(self, path: str) -> builtins.list[str]:
+        """Return the names under ``path``; see :meth:`WorkspaceAPI.list`."""
+        names = _split(path)
+        await anyio.lowlevel.checkpoint()
+        node = self._find(names)
+        if node is None:
+            raise _not_found(path)
+        if not isinstance(node, dict):
+            raise _not_a_directory(path, "cannot list a file")
+        return sorted(node)
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        """Remove what is at ``path``; see :meth:`WorkspaceAPI.remove`."""
+        names = _split(path)
+        await anyio.lowlevel.checkpoint()
+        if not names:
+            if self._root and not recursive:
+                raise _not_empty(path)
+            self._root.clear()
+            return
+        parent = self._find(names[:-1])
+        if not isinstance(parent, dict) or names[-1] not in parent:
+            raise _not_found(path)
+        node = parent[names[-1]]
+        if isinstance(node, dict) and node and not recursive:
+            raise _not_empty(path)
+        del parent[names[-1]]
+
+    async def exists(self, path: str) -> bool:
+        """Tell whether anything is at ``path``."""
+        names = _split(path)
+        await anyio.lowlevel.checkpoint()
+        return self._find(names) is not None
+
+
+# --------------------------------------------------------------------------- local directory
+
+
+@final
+class LocalDirectoryWorkspace:
+    """
+    A workspace over a real folder: each path is a file or a directory under ``root``.
+
+    Paths never reach the file system unchecked: they are validated, then joined
+    to the root name by name, so ``/etc/passwd`` means ``<root>/etc/passwd``.
+    A path that would still resolve outside the root, through a symbolic link,
+    is refused with :class:`InvalidPath`. File-system calls run in worker threads.
+    Writes are not atomic: a crash during one can leave a partial file.
+
+    :param root: an existing directory; it is resolved when first used.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self._root = os.path.abspath(os.fspath(root))
+        self._resolved: str | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalDirectoryWorkspace({self._root!r})"
+
+    @property
+    def root(self) -> str:
+        """The folder that holds the workspace, as an absolute path."""
+        return self._root
+
+    def _real_root(self) -> str:
+        resolved = self._resolved
+        if resolved is None:
+            resolved = os.path.realpath(self._root)
+            if not os.path.isdir(resolved):
+                raise NotFound(
+                    errno.ENOENT, "the workspace root is not an existing directory", self._root
+                )
+            self._resolved = resolved
+        return resolved
+
+    def _host(self, path: str, names: tuple[str, ...]) -> str:
+        """The host path of a workspace path, refused if it resolves outside the root."""
+        root = self._real_root()
+        host = os.path.join(root, *names)
+        try:
+            inside = os.path.commonpath([root, os.path.realpath(host)]) == root
+        except ValueError:  # on another drive
+            inside = False
+        if not inside:
+            raise InvalidPath(
+                f"workspace path {path!r} leads outside the root {self._root!r} "
+                f"(through a symbolic link)"
+            )
+        return host
+
+    async def write(self, path: str, data: Buffer) -> None:
+        """Store a copy of ``data`` at ``path``; see :meth:`WorkspaceAPI.write`."""
+        data = _clone(data)
+        names = _split(path)
+        await anyio.to_thread.run_sync(partial(self._write, path, names, data))
+
+    def _write(self, path: str, names: tuple[str, ...], data: bytes) -> None:
+        host = self._host(path, names)
+        if not names or os.path.isdir(host):
+            raise _is_a_directory(path, "write")
+        try:
+            os.makedirs(os.path.dirname(host), exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise _not_a_directory(path, "a parent of this path is a file") from exc
+        try:
+            with open(host, "wb") as file:
+                file.write(data)
+        except IsADirectoryError as exc:  # made a directory meanwhile
+            raise _is_a_directory(path, "write") from exc
+
+    async def read(self, path: str) -> bytes | None:
+        """Return the bytes at ``path``; see :meth:`WorkspaceAPI.read`."""
+        names = _split(path)
+        return await anyio.to_thread.run_sync(partial(self._read, path, names))
+
+    def _read(self, path: str, names: tuple[str, ...]) -> bytes | None:
+        host = self._host(path, names)
+        if os.path.isdir(host):
+            raise _is_a_directory(path, "read")
+        try:
+            with open(host, "rb") as file:
+                return file.read()
+        except (FileNotFoundError, NotADirectoryError):  # missing, or beneath a file
+            return None
+        except IsADirectoryError as exc:  # made a directory meanwhile
+            raise _is_a_directory(path, "read") from exc
+
+    async def list(self, path: str) -> builtins.list[str]:
+        """Return the names under ``path``; see :meth:`WorkspaceAPI.list`."""
+        names = _split(path)
+        return await anyio.to_thread.run_sync(partial(self._list, path, names))
+
+    def _list(self, path: str, names: tuple[str, ...]) -> builtins.list[str]:
+        host = self._host(path, names)
+        try:
+            return sorted(os.listdir(host))  # the file system's order is arbitrary
+        except FileNotFoundError as exc:
+            raise _not_found(path) from exc
+        except NotADirectoryError as exc:
+            if os.path.lexists(host):
+                raise _not_a_directory(path, "cannot list a file") from exc
+            raise _not_found(path) from exc  # beneath a file
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        """Remove what is at ``path``; see :meth:`WorkspaceAPI.remove`."""
+        names = _split(path)
+        await anyio.to_thread.run_sync(partial(self._remove, path, names, recursive))
+
+    def _remove(self, path: str, names: tuple[str, ...], recursive: bool) -> None:
+        host = self._host(path, names)
+        if not names:
+            entries = os.listdir(host)
+            if entries and not recursive:
+                raise _not_empty(path)
+            for name in entries:
+                _remove_entry(os.path.join(host, name))
+            return
+        if not os.path.lexists(host):
+            raise _not_found(path)
+        if recursive or os.path.islink(host) or not os.path.isdir(host):
+            _remove_entry(host)
+            return
+        try:
+            os.rmdir(host)  # refuses a non-empty directory, removing nothing
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise _not_empty(path) from exc
+            raise
+
+    async def exists(self, path: str) -> bool:
+        """Tell whether anything is at ``path``."""
+        names = _split(path)
+        return await anyio.to_thread.run_sync(partial(self._exists, path, names))
+
+    def _exists(self, path: str, names: tuple[str, ...]) -> bool:
+        return os.path.exists(self._host(path, names))
+
+
+def _remove_entry(host: str) -> None:
+    """Remove a file, a symbolic link (not its target) or a directory tree."""
+    if os.path.isdir(host) and not os.path.islink(host):
+        shutil.rmtree(host)
+    else:
+        os.unlink(host)
+
+
+# --------------------------------------------------------------------------- sqlite
+
+_TABLE_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@final
+class SqliteWorkspace:
+    """
+    A workspace in a SQLite database file: one row per file or directory.
+
+    Each row holds a path, its parent, its name and, for a file, its bytes
+    (a directory's are ``NULL``); ``/`` is implicit. Writes and removals run in
+    ``BEGIN IMMEDIATE`` transactions, so a refused operation changes nothing.
+    The connection is opened on first use and used from worker threads, one
+    operation at a time; close it with :meth:`aclose` or ``async with``.
+    Several workspaces can share one file under different table names.
+
+    :param database: the database file; it is created if missing.
+    :param table: the table that holds this workspace, created if missing.
+    :raises ValueError: if ``table`` is not a plain SQL identifier.
+    """
+
+    def __init__(self, database: str | os.PathLike[str], *, table: str = "workspace") -> None:
+        if not isinstance(table, str) or not _TABLE_NAME.match(table):
+            raise ValueError(
+                f"table must be a plain SQL identifier (letters, digits, '_'), got {table!r}"
+            )
+        self._database = os.fspath(database)
+        self._table = table
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SqliteWorkspace({self._database!r}, table={self._table!r})"
+
+    @property
+    def database(self) -> str:
+        """The database file."""
+        return self._database
+
+    @property
+    def table(self) -> str:
+        """The table that holds the workspace."""
+        return self._table
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection; later operations raise :exc:`anyio.ClosedResourceError`."""
+        await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    async def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await anyio.to_thread.run_sync(self._locked, operation)
+
+    def _locked(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._lock:
+            if self._closed:
+                raise anyio.ClosedResourceError(f"{self!r} is closed")
+            connection = self._connection
+            if connection is None:
+                connection = self._connection = self._connect()
+            return operation(connection)
+
+    def _connect(self) -> sqlite3.Connection:
+        # Autocommit at the driver level: each operation says where its transaction begins.
+        connection = sqlite3.connect(self._database, isolation_level=None, check_same_thread=False)
+        try:
+            with _transaction(connection):
+                connection.execute(
+                    f'CREATE TABLE IF NOT EXISTS "{self._table}" ('
+                    "path TEXT PRIMARY KEY, parent TEXT NOT NULL, name TEXT NOT NULL, data BLOB)"
+                )
+                connection.execute(
+                    f'CREATE INDEX IF NOT EXISTS "{self._table}_by_parent" '
+                    f'ON "{self._table}" (parent)'
+                )
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def _drop(self) -> None:
+        """Drop the workspace's table: the cleanup of a namespace in a shared file."""
+
+        def drop(connection: sqlite3.Connection) -> None:
+            connection.execute(f'DROP TABLE IF EXISTS "{self._table}"')
+
+        await self._run(drop)
+
+    def _kind(self, connection: sqlite3.Connection, path: str) -> bool | None:
+        """``True`` for a directory, ``False`` for a file, ``None`` for nothing."""
+        if path == "/":
+            return True
+        row = connection.execute(
+            f'SELECT data IS NULL FROM "{self._table}" WHERE path = ?', (path,)
+        ).fetchone()
+        return None if row is None else bool(row[0])
+
+    async def write(self, path: str, data: Buffer) -> None:
+        """Store a copy of ``data`` at ``path``; see :meth:`WorkspaceAPI.write`."""
+        data = _clone(data)
+        names = _split(path)
+
+        def write(connection: sqlite3.Connection) -> None:
+            if not names:
+                raise _is_a_directory(path, "write")
+            with _transaction(connection):
+                for depth in range(1, len(names)):
+                    ancestor = _join(names[:depth])
+                    kind = self._kind(connection, ancestor)
+                    if kind is None:
+                        self._insert(connection, names[:depth], None)
+                    elif not kind:
+                        raise _not_a_directory(path, "a parent of this path is a file")
+                if self._kind(connection, path):
+                    raise _is_a_directory(path, "write")
+                self._insert(connection, names, data)
+
+        await self._run(write)
+
+    def _insert(
+        self, connection: sqlite3.Connection, names: tuple[str, ...], data: bytes | None
+    ) -> None:
+        connection.execute(
+            f'INSERT INTO "{self._table}" (path, parent, name, data) VALUES (?, ?, ?, ?) '
+            "ON CONFLICT (path) DO UPDATE SET data = excluded.data",
+            (_join(names), _join(names[:-1]), names[-1], data),
+        )
+
+    async def read(self, path: str) -> bytes | None:
+        """Return the bytes at ``path``; see :meth:`WorkspaceAPI.read`."""
+        names = _split(path)
+
+        def read(connection: sqlite3.Connection) -> bytes | None:
+            if not names:
+                raise _is_a_directory(path, "read")
+            row = connection.execute(
+                f'SELECT data FROM "{self._table}" WHERE path = ?', (path,)
+            ).fetchone()
+            if row is None:
+                return None
+            if row[0] is None:
+                raise _is_a_directory(path, "read")
+            return bytes(row[0])
+
+        return await self._run(read)
+
+    async def list(self, path: str) -> builtins.list[str]:
+        """Return the names under ``path``; see :meth:`WorkspaceAPI.list`."""
+        _split(path)
+
+        def list_(connection: sqlite3.Connection) -> builtins.list[str]:
+            with _transaction(connection, "DEFERRED"):
+                kind = self._kind(connection, path)
+                if kind is None:
+                    raise _not_found(path)
+                if not kind:
+                    raise _not_a_directory(path, "cannot list a file")
+                rows = connection.execute(
+                    f'SELECT name FROM "{self._table}" WHERE parent = ?', (path,)
+                ).fetchall()
+            return sorted(str(row[0]) for row in rows)  # whatever the collation
+
+        return await self._run(list_)
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        """Remove what is at ``path``; see :meth:`WorkspaceAPI.remove`."""
+        names = _split(path)
+
+        def remove(connection: sqlite3.Connection) -> None:
+            table = self._table
+            with _transaction(connection):
+                if not names:
+                    if not recursive and self._has_children(connection, path):
+                        raise _not_empty(path)
+                    connection.execute(f'DELETE FROM "{table}"')
+                    return
+                kind = self._kind(connection, path)
+                if kind is None:
+                    raise _not_found(path)
+                if kind and not recursive and self._has_children(connection, path):
+                    raise _not_empty(path)
+                # Everything under `path` sorts between `path/` and `path0`: '0' follows '/'.
+                connection.execute(
+                    f'DELETE FROM "{table}" WHERE path = ? OR (path >= ? AND path < ?)',
+                    (path, path + "/", path + "0"),
+                )
+
+        await self._run(remove)
+
+    def _has_children(self, connection: sqlite3.Connection, path: str) -> bool:
+        row = connection.execute(
+            f'SELECT EXISTS (SELECT 1 FROM "{self._table}" WHERE parent = ?)', (path,)
+        ).fetchone()
+        return bool(row[0])
+
+    async def exists(self, path: str) -> bool:
+        """Tell whether anything is at ``path``."""
+        _split(path)
+        return await self._run(lambda connection: self._kind(connection, path) is not None)
+
+
+@contextmanager
+def _transaction(connection: sqlite3.Connection, kind: str = "IMMEDIATE") -> Iterator[None]:
+    connection.execute(f"BEGIN {kind}")
+    try:
+        yield
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+# --------------------------------------------------------------------------- the contract
+
+WorkspaceCase = Literal[
+    "read_your_writes",
+    "missing_reads_none",
+    "overwrite_replaces",
+    "bytes_cloned_on_write",
+    "bytes_cloned_on_read",
+    "nested_write_creates_parents",
+    "listing_names_direct_children",
+    "listing_is_sorted",
+    "file_directory_conflicts_raise",
+    "missing_list_and_remove_raise",
+    "remove_is_precise",
+    "remove_non_empty_needs_recursive",
+    "remove_root_keeps_root",
+    "invalid_paths_rejected",
+]
+
+feature = Feature[WorkspaceAPI, WorkspaceCase](
+    "conformkit.profiles.workspace",
+    cases=(
+        "read_your_writes",
+        "missing_reads_none",
+        "overwrite_replaces",
+        "bytes_cloned_on_write",
+        "bytes_cloned_on_read",
+        "nested_write_creates_parents",
+        "listing_names_direct_children",
+        "listing_is_sorted",
+        "file_directory_conflicts_raise",
+        "missing_list_and_remove_raise",
+        "remove_is_precise",
+        "remove_non_empty_needs_recursive",
+        "remove_root_keeps_root",
+        "invalid_paths_rejected",
+    ),
+    description=(
+        "A byte store with POSIX-style paths rooted at '/': files hold bytes, directories "
+        "are created by writing beneath them, listings name direct children in code-point "
+        "order, and removal of a non-empty directory needs recursive=True."
+    ),
+    does_not_establish=(
+        "Atomicity of a write under a crash, durability across processes, behaviour under "
+        "concurrent writers, limits on file size, name length or depth, and how names compare "
+        "on a file system that folds case or normalises Unicode."
+    ),
+)
+
+suite = ContractSuite(feature)
+
+_LARGE: Final = bytes(range(256)) * 1024  # 256 KiB: more than any one buffer or page
+
+_INVALID_PATHS: Final = (
+    "",
+    "relative.txt",
+    "a/b",
+    "/a/",
+    "/a//b",
+    "//a",
+    "/.",
+    "/a/./b",
+    "/..",
+    "/../escape.txt",
+    "/a/../../escape.txt",
+    "/a\\b",
+    "/..\\escape.txt",
+    "/a\x00b",
+    "/\ud800",
+)
+
+
+def _show(value: object) -> str:
+    """A short repr: long byte strings show their length and first bytes."""
+    if isinstance(value, bytes | bytearray) and len(value) > 40:
+        return f"{len(value)} bytes starting {bytes(value[:16])!r}"
+    return repr(value)
+
+
+async def _raises(
+    expected: type[Exception], call: str, operation: Callable[[], Awaitable[object]]
+) -> Exception:
+    """Await ``operation()`` and return the ``expected`` error it raises; fail otherwise."""
+    try:
+        outcome = await operation()
+    except expected as exc:
+        return exc
+    except Exception as exc:
+        raise AssertionError(
+            f"expected {call} to raise {expected.__name__}, it raised {exc!r}"
+        ) from exc
+    raise AssertionError(f"expected {call} to raise {expected.__name__}, it returned {outcome!r}")
+
+
+async def _expect_read(api: WorkspaceAPI, path: str, expected: bytes | None, when: str) -> None:
+    got = await api.read(path)
+    if got != expected:
+        raise AssertionError(
+            f"expected read({path!r}) {when} to give {_show(expected)}, got {_show(got)}"
+        )
+
+
+async def _expect_list(api: WorkspaceAPI, path: str, expected: list[str], when: str) -> None:
+    got = await api.list(path)
+    if got != expected:
+        raise AssertionError(f"expected list({path!r}) {when} to give {expected!r}, got {got!r}")
+
+
+async def _expect_exists(api: WorkspaceAPI, path: str, expected: bool, when: str) -> None:
+    got = await api.exists(path)
+    if got is not expected:
+        raise AssertionError(f"expected exists({path!r}) {when} to be {expected}, got {got!r}")
+
+
+@suite.case("read_your_writes")
+async def _read_your_writes(api: WorkspaceAPI) -> None:
+    written: dict[str, bytes] = {}
+    for path, data in (
+        ("/notes.txt", b"first note"),
+        ("/binary.bin", bytes(range(256))),
+        ("/empty", b""),
+        ("/large.bin", _LARGE),
+    ):
+        await _expect_read(api, path, None, "before any write")
+        await api.write(path, data)
+        await _expect_read(api, path, data, "right after writing it")
+        await _expect_exists(api, path, True, "right after writing it")
+        written[path] = data
+        for earlier, kept in written.items():
+            await _expect_read(api, earlier, kept, f"after writing {path!r}")
+
+
+@suite.case("missing_reads_none")
+async def _missing_reads_none(api: WorkspaceAPI) -> None:
+    await api.write("/dir/file.txt", b"present")
+    for path in (
+        "/never-written",
+        "/no/such/deep/path",
+        "/dir/other.txt",
+        "/dir/file.txt.bak",
+        "/di",
+        "/dir/file.txt/beneath",
+    ):
+        await _expect_read(api, path, None, "of a path never written")
+        await _expect_exists(api, path, False, "of a path never written")
+
+
+@suite.case("overwrite_replaces")
+async def _overwrite_replaces(api: WorkspaceAPI) -> None:
+    await api.write("/f.txt", b"a long first version")
+    await api.write("/f.txt", b"short")
+    await _expect_read(api, "/f.txt", b"short", "after overwriting a longer file")
+    await api.write("/f.txt", b"")
+    await _expect_read(api, "/f.txt", b"", "after overwriting with empty bytes")
+    await _expect_list(api, "/", ["f.txt"], "after three writes of one path")
+
+
+@suite.case("bytes_cloned_on_write")
+async def _bytes_cloned_on_write(api: WorkspaceAPI) -> None:
+    buffer = bytearray(b"original")
+    await api.write("/buffer.bin", buffer)
+    buffer[:] = b"MUTATED!"
+    await _expect_read(api, "/buffer.bin", b"original", "after the bytearray written was changed")
+    backing = bytearray(b"viewed")
+    await api.write("/view.bin", memoryview(backing))
+    backing[:] = b"CHANGE"
+    await _expect_read(
+        api, "/view.bin", b"viewed", "after the buffer under the memoryview written was changed"
+    )
+
+
+@suite.case("bytes_cloned_on_read")
+async def _bytes_cloned_on_read(api: WorkspaceAPI) -> None:
+    await api.write("/data.bin", b"original")
+    first = await api.read("/data.bin")
+    if first is None:
+        raise AssertionError("expected read('/data.bin') to give b'original', got None")
+    with memoryview(first) as view:
+        if not view.readonly:
+            view[:1] = b"X"
+    await _expect_read(
+        api, "/data.bin", b"original", f"after changing the {type(first).__name__} a read returned"
+    )
+    if type(first) is not bytes:
+        raise AssertionError(
+            f"expected read() to return immutable bytes, got a {type(first).__name__}"
+        )
+
+
+@suite.case("nested_write_creates_parents")
+async def _nested_write_creates_parents(api: WorkspaceAPI) -> None:
+    await api.write("/a/b/c/d.txt", b"deep")
+    for parent in ("/a", "/a/b", "/a/b/c"):
+        await _expect_exists(api, parent, True, "after writing '/a/b/c/d.txt'")
+    for path, names in (("/", ["a"]), ("/a", ["b"]), ("/a/b", ["c"]), ("/a/b/c", ["d.txt"])):
+        await _expect_list(api, path, names, "after writing '/a/b/c/d.txt'")
+    await api.write("/a/b/e.txt", b"sibling")
+    await _expect_list(api, "/a/b", ["c", "e.txt"], "after writing '/a/b/e.txt' too")
+    await _expect_read(api, "/a/b/c/d.txt", b"deep", "after writing '/a/b/e.txt' too")
+
+
+_PRECISION_PATHS: Final = ("/a/x.txt", "/a/sub/y.txt", "/ab/z.txt", "/a.txt", "/a-b/w.txt")
+
+
+@suite.case("listing_names_direct_children")
+async def _listing_names_direct_children(api: WorkspaceAPI) -> None:
+    for path in _PRECISION_PATHS:
+        await api.write(path, path.encode())
+    when = f"after writing {', '.join(_PRECISION_PATHS)}"
+    await _expect_list(api, "/", ["a", "a-b", "a.txt", "ab"], when)
+    await _expect_list(api, "/a", ["sub", "x.txt"], when)
+    await _expect_list(api, "/a/sub", ["y.txt"], when)
+    await _expect_list(api, "/ab", ["z.txt"], when)
+
+
+@suite.case("listing_is_sorted")
+async def _listing_is_sorted(api: WorkspaceAPI) -> None:
+    names = ["zulu", "9", "Alpha", "mid", "été", "10", "_x", "beta", "a b"]
+    for name in names:
+        if name == "mid":
+            await api.write("/mid/inner.txt", b"a directory among the files")
+        else:
+            await api.write(f"/{name}", name.encode())
+    await _expect_list(
+        api, "/", sorted(names), f"after writing {names!r} in that order (code-point order)"
+    )
+
+
+@suite.case("file_directory_conflicts_raise")
+async def _file_directory_conflicts_raise(api: WorkspaceAPI) -> None:
+    await api.write("/d/f.txt", b"file")
+    await _raises(IsADirectory, "write('/d', ...) over a directory", partial(api.write, "/d", b"x"))
+    await _raises(IsADirectory, "write('/', ...)", partial(api.write, "/", b"x"))
+    await _raises(IsADirectory, "read('/d') of a directory", partial(api.read, "/d"))
+    await _raises(IsADirectory, "read('/')", partial(api.read, "/"))
+    await _raises(
+        NotADirectory,
+        "write('/d/f.txt/g', ...) beneath a file",
+        partial(api.write, "/d/f.txt/g", b"x"),
+    )
+    await _raises(NotADirectory, "list('/d/f.txt') of a file", partial(api.list, "/d/f.txt"))
+    when = "after the refused operations"
+    await _expect_list(api, "/d", ["f.txt"], when)
+    await _expect_read(api, "/d/f.txt", b"file", when)
+
+
+@suite.case("missing_list_and_remove_raise")
+async def _missing_list_and_remove_raise(api: WorkspaceAPI) -> None:
+    await api.write("/file.txt", b"kept")
+    for path in ("/missing", "/missing/deeper", "/file.txt/beneath"):
+        await _raises(NotFound, f"list({path!r})", partial(api.list, path))
+        await _raises(NotFound, f"remove({path!r})", partial(api.remove, path))
+        await _raises(
+            NotFound,
+            f"remove({path!r}, recursive=True)",
+            partial(api.remove, path, recursive=True),
+        )
+    await _expect_read(api, "/file.txt", b"kept", "after the refused operations")
+
+
+@suite.case("remove_is_precise")
+async def _remove_is_precise(api: WorkspaceAPI) -> None:
+    for path in _PRECISION_PATHS:
+        await api.write(path, path.encode())
+    await api.remove("/a/x.txt")
+    await _expect_read(api, "/a/x.txt", None, "after removing it")
+    await _expect_read(api, "/a/sub/y.txt", b"/a/sub/y.txt", "after removing '/a/x.txt'")
+    await api.remove("/a/sub/y.txt")
+    await _expect_list(api, "/a/sub", [], "after removing its only file (directories persist)")
+    await api.remove("/a/sub")
+    await _expect_exists(api, "/a/sub", False, "after removing the empty directory")
+    await api.remove("/a.txt", recursive=True)
+    await _expect_read(api, "/a.txt", None, "after removing it with recursive=True")
+    await api.write("/a/q/r.txt", b"r")
+    await api.remove("/a", recursive=True)
+    when = "after remove('/a', recursive=True)"
+    await _expect_exists(api, "/a", False, when)
+    await _expect_read(api, "/a/q/r.txt", None, when)
+    await _expect_read(api, "/ab/z.txt", b"/ab/z.txt", when)
+    await _expect_read(api, "/a-b/w.txt", b"/a-b/w.txt", when)
+    await _expect_list(api, "/", ["a-b", "ab"], when)
+
+
+@suite.case("remove_non_empty_needs_recursive")
+async def _remove_non_empty_needs_recursive(api: WorkspaceAPI) -> None:
+    await api.write("/docs/a.txt", b"a")
+    await api.write("/docs/sub/b.txt", b"b")
+    error = await _raises(
+        DirectoryNotEmpty, "remove('/docs') of a non-empty directory", partial(api.remove, "/docs")
+    )
+    if "/docs" not in str(error):
+        raise AssertionError(f"expected the error to name the path '/docs', got {str(error)!r}")
+    when = "after the refused remove('/docs')"
+    await _expect_read(api, "/docs/a.txt", b"a", when)
+    await _expect_read(api, "/docs/sub/b.txt", b"b", when)
+    await _expect_list(api, "/docs", ["a.txt", "sub"], when)
+    await _raises(DirectoryNotEmpty, "remove('/') of a non-empty root", partial(api.remove, "/"))
+    await _expect_list(api, "/", ["docs"], "after the refused remove('/')")
+    await api.remove("/docs", recursive=True)
+    await _expect_list(api, "/", [], "after remove('/docs', recursive=True)")
+
+
+@suite.case("remove_root_keeps_root")
+async def _remove_root_keeps_root(api: WorkspaceAPI) -> None:
+    await api.write("/a.txt", b"a")
+    await api.write("/d/e/f.txt", b"f")
+    await api.remove("/", recursive=True)
+    when = "after remove('/', recursive=True)"
+    await _expect_exists(api, "/", True, when)
+    await _expect_list(api, "/", [], when)
+    await _expect_read(api, "/a.txt", None, when)
+    await _expect_exists(api, "/d", False, when)
+    await api.remove("/")  # an empty root: nothing to do, and still no error
+    await _expect_exists(api, "/", True, "after remove('/') of the empty root")
+    await api.write("/again.txt", b"again")
+    await _expect_read(api, "/again.txt", b"again", "after emptying the root and writing again")
+
+
+@suite.case("invalid_paths_rejected")
+async def _invalid_paths_rejected(api: WorkspaceAPI) -> None:
+    await api.write("/a/kept.txt", b"kept")
+    for path in _INVALID_PATHS:
+        for call, operation in (
+            (f"write({path!r}, ...)", partial(api.write, path, b"escaped")),
+            (f"read({path!r})", partial(api.read, path)),
+            (f"exists({path!r})", partial(api.exists, path)),
+            (f"list({path!r})", partial(api.list, path)),
+            (f"remove({path!r}, recursive=True)", partial(api.remove, path, recursive=True)),
+        ):
+            await _raises(InvalidPath, call, operation)
+    when = "after every operation on invalid paths was refused"
+    await _expect_list(api, "/", ["a"], when)
+    await _expect_list(api, "/a", ["kept.txt"], when)
+    await _expect_read(api, "/a/kept.txt", b"kept", when)
+
+
+# --------------------------------------------------------------------------- implementations
+
+
+@final
+class MemoryWorkspaceImplementation(FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
+    """The in-memory reference: a fresh :class:`MemoryWorkspace` per scope."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def create(self, scope: FeatureScope) -> WorkspaceAPI:
+        return MemoryWorkspace()
+
+
+@final
+class LocalDirectoryWorkspaceImplementation(FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
+    """
+    A :class:`LocalDirectoryWorkspace` over a fresh temporary folder per scope, removed after.
+
+    :param parent: where to make each scope's folder, to check the store on a
+        particular file system; the system's temporary directory by default.
+    """
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, parent: str | os.PathLike[str] | None = None) -> None:
+        self.parent = None if parent is None else os.fspath(parent)
+
+    async def create(self, scope: FeatureScope) -> WorkspaceAPI:
+        folder = await _make_temporary_folder(scope, self.parent)
+        return LocalDirectoryWorkspace(folder)
+
+
+@final
+class SqliteWorkspaceImplementation(FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
+    """
+    A :class:`SqliteWorkspace` per scope, closed after.
+
+    By default each scope gets a fresh database file in a temporary folder,
+    removed after. Given a database file, each scope gets its own table in it,
+    dropped after, so that the file can be shared, kept, and inspected.
+
+    :param database: a database file to use instead of a temporary one.
+    """
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, database: str | os.PathLike[str] | None = None) -> None:
+        self.database = None if database is None else os.fspath(database)
+
+    async def create(self, scope: FeatureScope) -> WorkspaceAPI:
+        if self.database is None:
+            folder = await _make_temporary_folder(scope, None)
+            workspace = SqliteWorkspace(os.path.join(folder, "workspace.sqlite3"))
+            scope.defer(workspace.aclose)
+        else:
+            workspace = SqliteWorkspace(self.database, table=f"workspace_{secrets.token_hex(8)}")
+            scope.defer(workspace.aclose)
+            scope.defer(workspace._drop)  # runs before the close
+        await workspace.exists("/")  # opens the connection and makes the table now
+        return workspace
+
+
+async def _make_temporary_folder(scope: FeatureScope, parent: str | None) -> str:
+    """Make a folder and register its removal before anything can interrupt in between."""
+    # Shielded: a cancellation that arrived while the folder was being made
+    # would otherwise lose its name, and the folder with it.
+    with anyio.CancelScope(shield=True):
+        folder = await anyio.to_thread.run_sync(
+            partial(tempfile.mkdtemp, prefix="conformkit-workspace-", dir=parent)
+        )
+
+    async def remove_folder() -> None:
+        await anyio.to_thread.run_sync(shutil.rmtree, folder)
+
+    scope.defer(remove_folder)
+    return folder
+
+
+implementations: tuple[FeatureImplementation[WorkspaceAPI, WorkspaceCase], ...] = (
+    MemoryWorkspaceImplementation(),
+    LocalDirectoryWorkspaceImplementation(),
+    SqliteWorkspaceImplementation(),
+)
+"""One instance of each bundled implementation, as ``conformkit demo`` runs them."""

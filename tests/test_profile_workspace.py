@@ -1,0 +1,598 @@
+"""The workspace profile: conformkit.profiles.workspace, its implementations and its teeth."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno
+import posixpath
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import cast
+
+import anyio
+import anyio.to_thread
+import pytest
+from typing_extensions import Buffer
+
+import conformkit as ck
+from conformkit.profiles import workspace
+from conformkit.profiles.workspace import (
+    DirectoryNotEmpty,
+    InvalidPath,
+    IsADirectory,
+    LocalDirectoryWorkspace,
+    LocalDirectoryWorkspaceImplementation,
+    MemoryWorkspace,
+    MemoryWorkspaceImplementation,
+    NotADirectory,
+    NotFound,
+    SqliteWorkspace,
+    SqliteWorkspaceImplementation,
+    WorkspaceAPI,
+    WorkspaceCase,
+    WorkspaceError,
+)
+
+pytestmark = pytest.mark.anyio
+
+ALL_CASES = frozenset(workspace.feature.cases)
+
+
+def failed_cases(report: ck.ContractReport) -> set[str]:
+    """The IDs of the cases that failed."""
+    return {result.case_id for result in report.results if result.status is ck.CaseStatus.FAILED}
+
+
+class TestBundledImplementations:
+    """Every bundled implementation passes the whole profile."""
+
+    @pytest.mark.parametrize(
+        "implementation", workspace.implementations, ids=lambda impl: type(impl).__name__
+    )
+    async def test_passes_in_full(
+        self, implementation: ck.FeatureImplementation[WorkspaceAPI, WorkspaceCase]
+    ) -> None:
+        """Each implementation passes every case: full coverage, nothing declared unsupported."""
+        report = await ck.run_contract(implementation, workspace.suite)
+        ck.assert_contract(report, require_full=True)
+
+    async def test_no_case_is_vacuous(self) -> None:
+        """With calls recorded, every case calls the API and every operation is exercised."""
+        report = await ck.run_contract(
+            MemoryWorkspaceImplementation(), workspace.suite, reject_vacuous=True
+        )
+        ck.assert_contract(report, require_full=True)
+        assert report.unexercised == ()
+
+    async def test_implementations_holds_one_of_each(self) -> None:
+        """`implementations` has one instance of each bundled implementation class."""
+        assert [type(impl) for impl in workspace.implementations] == [
+            MemoryWorkspaceImplementation,
+            LocalDirectoryWorkspaceImplementation,
+            SqliteWorkspaceImplementation,
+        ]
+
+    async def test_sqlite_in_a_given_file_uses_a_table_per_case_and_drops_it(
+        self, tmp_path: Path
+    ) -> None:
+        """Given a database file, the cases share it, each in its own table, dropped after."""
+        database = tmp_path / "shared.sqlite3"
+        report = await ck.run_contract(
+            SqliteWorkspaceImplementation(database), workspace.suite, max_concurrency=4
+        )
+        ck.assert_contract(report, require_full=True)
+
+        def tables() -> list[str]:
+            connection = sqlite3.connect(database)
+            try:
+                rows = connection.execute("SELECT name FROM sqlite_master").fetchall()
+            finally:
+                connection.close()
+            return [str(row[0]) for row in rows]
+
+        assert await anyio.Path(database).exists()
+        assert await anyio.to_thread.run_sync(tables) == []
+
+    async def test_local_in_a_given_parent_removes_each_folder(self, tmp_path: Path) -> None:
+        """Given a parent folder, each case's folder is made there and removed after."""
+        report = await ck.run_contract(
+            LocalDirectoryWorkspaceImplementation(tmp_path), workspace.suite
+        )
+        ck.assert_contract(report, require_full=True)
+        assert [path async for path in anyio.Path(tmp_path).iterdir()] == []
+
+    async def test_temporary_folders_are_removed(self) -> None:
+        """By default each session's folder (and database file) is gone once it closes."""
+        async with ck.open_feature(LocalDirectoryWorkspaceImplementation()) as session:
+            assert isinstance(session.api, LocalDirectoryWorkspace)
+            folder = anyio.Path(session.api.root)
+            await session.api.write("/a/b.txt", b"x")
+            assert await (folder / "a" / "b.txt").read_bytes() == b"x"
+        assert not await folder.exists()
+        async with ck.open_feature(SqliteWorkspaceImplementation()) as session:
+            assert isinstance(session.api, SqliteWorkspace)
+            database = anyio.Path(session.api.database)
+            await session.api.write("/a/b.txt", b"x")
+            assert await database.exists()
+        assert not await database.parent.exists()
+
+
+class Delegating:
+    """The reference behind a wrapper: each method passes through until a defect overrides it."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryWorkspace()
+
+    async def write(self, path: str, data: Buffer) -> None:
+        await self.inner.write(path, data)
+
+    async def read(self, path: str) -> bytes | None:
+        return await self.inner.read(path)
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return await self.inner.list(path)
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await self.inner.remove(path, recursive=recursive)
+
+    async def exists(self, path: str) -> bool:
+        return await self.inner.exists(path)
+
+    async def is_file(self, path: str) -> bool:
+        """Whether a file (not a directory, not nothing) is at ``path``."""
+        try:
+            return await self.inner.read(path) is not None
+        except IsADirectory:
+            return False
+
+
+class TruncatesLargeWrites(Delegating):
+    """Keeps at most 64 KiB of each write, like a fixed-size column."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        await self.inner.write(path, memoryview(data).tobytes()[:65536])
+
+
+class ReadsMissingAsEmpty(Delegating):
+    """Reads a missing path as empty bytes rather than None."""
+
+    async def read(self, path: str) -> bytes | None:
+        data = await self.inner.read(path)
+        return b"" if data is None else data
+
+
+class LeaksNotADirectoryOnRead(Delegating):
+    """Lets the file system's ENOTDIR through when reading beneath a file."""
+
+    async def read(self, path: str) -> bytes | None:
+        parent = posixpath.dirname(path)
+        beneath = path.startswith("/") and parent != path and await self.inner.exists(parent)
+        if beneath and await self.is_file(parent):
+            raise NotADirectory(errno.ENOTDIR, "Not a directory", path)
+        return await self.inner.read(path)
+
+
+class OverwriteKeepsTail(Delegating):
+    """Overwrites in place without truncating: a shorter write leaves the old tail."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        new = memoryview(data).tobytes()
+        old = await self.inner.read(path)
+        await self.inner.write(path, new if old is None else new + old[len(new) :])
+
+
+class KeepsCallersBuffer(Delegating):
+    """Serves reads from the very buffer the caller wrote, not from a copy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: dict[str, Buffer] = {}
+
+    async def write(self, path: str, data: Buffer) -> None:
+        await self.inner.write(path, data)
+        self.live[path] = data
+
+    async def read(self, path: str) -> bytes | None:
+        if path in self.live:
+            return bytes(self.live[path])
+        return await self.inner.read(path)
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await self.inner.remove(path, recursive=recursive)
+        self.live.clear()
+
+
+class HandsOutStoredBuffer(Delegating):
+    """Caches each read as a bytearray and hands that same buffer to every reader."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[str, bytearray] = {}
+
+    async def write(self, path: str, data: Buffer) -> None:
+        self.cache.clear()
+        await self.inner.write(path, data)
+
+    async def read(self, path: str) -> bytes | None:
+        if path not in self.cache:
+            data = await self.inner.read(path)
+            if data is None:
+                return None
+            self.cache[path] = bytearray(data)
+        return cast("bytes", self.cache[path])
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        self.cache.clear()
+        await self.inner.remove(path, recursive=recursive)
+
+
+class DirectoriesDoNotExist(Delegating):
+    """Answers exists() for files only, as a flat key-value store would (the root aside)."""
+
+    async def exists(self, path: str) -> bool:
+        if path == "/":
+            return await self.inner.exists(path)
+        return await self.inner.exists(path) and await self.is_file(path)
+
+
+class ListingMatchesPrefix(Delegating):
+    """Lists by name prefix: list('/a') also shows the children of '/ab' and '/a-b'."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = await self.inner.list(path)
+        if path != "/":
+            parent, name = posixpath.split(path)
+            for sibling in await self.inner.list(parent):
+                if sibling != name and sibling.startswith(name):
+                    with contextlib.suppress(NotADirectory):  # a file with the prefix
+                        names += await self.inner.list(posixpath.join(parent, sibling))
+        return sorted(names)
+
+
+class SortsCaseInsensitively(Delegating):
+    """Sorts listings with str.casefold, as a case-insensitive collation would."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return sorted(await self.inner.list(path), key=str.casefold)
+
+
+class WriteReplacesDirectory(Delegating):
+    """Writing a file over a directory silently deletes the directory."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        if path != "/" and await self.inner.exists(path) and not await self.is_file(path):
+            await self.inner.remove(path, recursive=True)
+        await self.inner.write(path, data)
+
+
+class MissingIsEmpty(Delegating):
+    """Lists a missing path as empty and removes it silently, as object stores do."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        try:
+            return await self.inner.list(path)
+        except NotFound:
+            return []
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        with contextlib.suppress(NotFound):
+            await self.inner.remove(path, recursive=recursive)
+
+
+class RemovesByPrefix(Delegating):
+    """Removes recursively by name prefix: '/a' takes '/ab' and '/a-b' with it."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await self.inner.remove(path, recursive=recursive)
+        if recursive and path != "/":
+            parent, name = posixpath.split(path)
+            for sibling in await self.inner.list(parent):
+                if sibling.startswith(name):
+                    await self.inner.remove(posixpath.join(parent, sibling), recursive=True)
+
+
+class AlwaysRecursive(Delegating):
+    """Ignores recursive=False: every removal takes the whole tree."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await self.inner.remove(path, recursive=True)
+
+
+class RemovesFilesBeforeFailing(Delegating):
+    """Removes a directory's files one by one, then fails on its subdirectory: half done."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        if not recursive:
+            try:
+                names = await self.inner.list(path)
+            except (NotFound, NotADirectory):
+                names = []
+            for name in names:
+                child = posixpath.join(path, name)
+                if await self.is_file(child):
+                    await self.inner.remove(child)
+        await self.inner.remove(path, recursive=recursive)
+
+
+class DeletesRoot(Delegating):
+    """Removes '/' itself on recursive removal, like shutil.rmtree(root); nothing works after."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone = False
+
+    def check_root(self) -> None:
+        if self.gone:
+            raise NotFound(errno.ENOENT, "the workspace root is gone", "/")
+
+    async def write(self, path: str, data: Buffer) -> None:
+        self.check_root()
+        await self.inner.write(path, data)
+
+    async def read(self, path: str) -> bytes | None:
+        self.check_root()
+        return await self.inner.read(path)
+
+    async def list(self, path: str) -> builtins.list[str]:
+        self.check_root()
+        return await self.inner.list(path)
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        self.check_root()
+        await self.inner.remove(path, recursive=recursive)
+        self.gone = path == "/" and recursive
+
+    async def exists(self, path: str) -> bool:
+        return not self.gone and await self.inner.exists(path)
+
+
+class NormalisesPaths(Delegating):
+    """Normalises paths with posixpath.normpath instead of rejecting them: '/a/../b' is '/b'."""
+
+    @staticmethod
+    def normalise(path: str) -> str:
+        return posixpath.normpath(path) if path.startswith("/") else path
+
+    async def write(self, path: str, data: Buffer) -> None:
+        await self.inner.write(self.normalise(path), data)
+
+    async def read(self, path: str) -> bytes | None:
+        return await self.inner.read(self.normalise(path))
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return await self.inner.list(self.normalise(path))
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await self.inner.remove(self.normalise(path), recursive=recursive)
+
+    async def exists(self, path: str) -> bool:
+        return await self.inner.exists(self.normalise(path))
+
+
+class Broken(ck.FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
+    """An implementation that claims every case and creates one defective workspace."""
+
+    feature = workspace.feature
+    coverage = workspace.feature.coverage()
+
+    def __init__(self, make: Callable[[], WorkspaceAPI]) -> None:
+        self.make = make
+
+    def create(self, scope: ck.FeatureScope) -> WorkspaceAPI:
+        return self.make()
+
+
+DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
+    (TruncatesLargeWrites, frozenset({"read_your_writes"})),
+    (
+        ReadsMissingAsEmpty,
+        frozenset(
+            {
+                "read_your_writes",
+                "missing_reads_none",
+                "remove_is_precise",
+                "remove_root_keeps_root",
+            }
+        ),
+    ),
+    (LeaksNotADirectoryOnRead, frozenset({"missing_reads_none"})),
+    (OverwriteKeepsTail, frozenset({"overwrite_replaces"})),
+    (KeepsCallersBuffer, frozenset({"bytes_cloned_on_write"})),
+    (HandsOutStoredBuffer, frozenset({"bytes_cloned_on_read"})),
+    (DirectoriesDoNotExist, frozenset({"nested_write_creates_parents"})),
+    (ListingMatchesPrefix, frozenset({"listing_names_direct_children"})),
+    (SortsCaseInsensitively, frozenset({"listing_is_sorted"})),
+    (WriteReplacesDirectory, frozenset({"file_directory_conflicts_raise"})),
+    (MissingIsEmpty, frozenset({"missing_list_and_remove_raise"})),
+    (RemovesByPrefix, frozenset({"remove_is_precise"})),
+    (AlwaysRecursive, frozenset({"remove_non_empty_needs_recursive"})),
+    (RemovesFilesBeforeFailing, frozenset({"remove_non_empty_needs_recursive"})),
+    (DeletesRoot, frozenset({"remove_root_keeps_root"})),
+    (NormalisesPaths, frozenset({"invalid_paths_rejected"})),
+]
+
+
+class TestBrokenImplementations:
+    """Each defect fails exactly the cases that should catch it, and passes the rest."""
+
+    @pytest.mark.parametrize(
+        ("make", "expected"), DEFECTS, ids=[make.__name__ for make, _ in DEFECTS]
+    )
+    async def test_defect_fails_exactly_its_cases(
+        self, make: Callable[[], WorkspaceAPI], expected: frozenset[str]
+    ) -> None:
+        """The failed case IDs are exactly the expected set; every other case passed."""
+        report = await ck.run_contract(Broken(make), workspace.suite)
+        assert failed_cases(report) == expected, str(report)
+        assert report.counts()[ck.CaseStatus.PASSED] == len(ALL_CASES) - len(expected)
+
+    def test_every_case_is_caught_alone_by_some_defect(self) -> None:
+        """Every case has a defect that it alone catches: no case leans on another."""
+        alone = {case for _, expected in DEFECTS if len(expected) == 1 for case in expected}
+        assert alone == ALL_CASES
+
+    async def test_failure_says_what_was_expected_and_what_happened(self) -> None:
+        """A failed case's reason names the call, the expected outcome and the actual one."""
+        report = await ck.run_contract(Broken(MissingIsEmpty), workspace.suite)
+        reason = report["missing_list_and_remove_raise"].reason
+        assert reason is not None
+        assert "expected list('/missing') to raise NotFound, it returned []" in reason
+
+
+class TestLocalDirectoryConfinement:
+    """LocalDirectoryWorkspace never reads or writes outside its root."""
+
+    @pytest.fixture
+    def root(self, tmp_path: Path) -> Path:
+        """A workspace root with a neighbour file beside it that must never change."""
+        root = tmp_path / "root"
+        root.mkdir()
+        (tmp_path / "neighbour.txt").write_bytes(b"untouched")
+        return root
+
+    @staticmethod
+    def assert_outside_untouched(root: Path) -> None:
+        """Nothing beside the root changed, and nothing was written into it."""
+        assert list(root.iterdir()) == []
+        outside = root.parent
+        assert sorted(path.name for path in outside.iterdir()) == ["neighbour.txt", "root"]
+        assert (outside / "neighbour.txt").read_bytes() == b"untouched"
+
+    @pytest.mark.parametrize(
+        "path",
+        [
+            "/../escape.txt",
+            "/a/../../escape.txt",
+            "/../neighbour.txt",
+            "/..\\escape.txt",
+            "../escape.txt",
+            "..",
+            "/..",
+        ],
+    )
+    async def test_dot_dot_escapes_are_rejected(self, root: Path, path: str) -> None:
+        """A path that climbs out of the root with '..' is refused by every operation."""
+        store = LocalDirectoryWorkspace(root)
+        with pytest.raises(InvalidPath, match="invalid workspace path"):
+            await store.write(path, b"escaped")
+        with pytest.raises(InvalidPath):
+            await store.read(path)
+        with pytest.raises(InvalidPath):
+            await store.list(path)
+        with pytest.raises(InvalidPath):
+            await store.remove(path, recursive=True)
+        self.assert_outside_untouched(root)
+
+    async def test_host_absolute_path_stays_under_the_root(self, root: Path) -> None:
+        """A host's absolute path names a file under the root, never the host's file."""
+        target = root.parent / "outside.txt"
+        await LocalDirectoryWorkspace(root).write(str(target), b"inside")
+        assert not target.exists()
+        assert (root / str(target).lstrip("/")).read_bytes() == b"inside"
+
+    async def test_symbolic_link_out_of_the_root_is_refused(self, root: Path) -> None:
+        """A symbolic link inside the root that leads outside it cannot be followed."""
+        secret = root.parent / "secret"
+        secret.mkdir()
+        (secret / "key").write_bytes(b"secret")
+        (root / "link").symlink_to(secret, target_is_directory=True)
+        store = LocalDirectoryWorkspace(root)
+        with pytest.raises(InvalidPath, match="leads outside the root"):
+            await store.read("/link/key")
+        with pytest.raises(InvalidPath):
+            await store.write("/link/planted", b"x")
+        with pytest.raises(InvalidPath):
+            await store.list("/link")
+        with pytest.raises(InvalidPath):
+            await store.remove("/link", recursive=True)
+        assert [path.name for path in secret.iterdir()] == ["key"]
+        assert (secret / "key").read_bytes() == b"secret"
+
+    async def test_missing_root_is_reported(self, tmp_path: Path) -> None:
+        """A root that is not an existing directory fails every operation with NotFound."""
+        with pytest.raises(NotFound, match="not an existing directory"):
+            await LocalDirectoryWorkspace(tmp_path / "missing").exists("/")
+
+
+class TestSqliteWorkspace:
+    """SqliteWorkspace over a real database file."""
+
+    async def test_data_outlives_the_connection(self, tmp_path: Path) -> None:
+        """What one connection wrote, a later one over the same file reads."""
+        database = tmp_path / "kept.sqlite3"
+        async with SqliteWorkspace(database) as store:
+            await store.write("/a/b.txt", b"kept")
+        async with SqliteWorkspace(database) as store:
+            assert await store.read("/a/b.txt") == b"kept"
+            assert await store.list("/") == ["a"]
+
+    async def test_tables_are_separate_workspaces(self, tmp_path: Path) -> None:
+        """Two tables in one file are two independent workspaces."""
+        database = tmp_path / "shared.sqlite3"
+        async with (
+            SqliteWorkspace(database, table="one") as one,
+            SqliteWorkspace(database, table="two") as two,
+        ):
+            await one.write("/only-in-one", b"1")
+            assert await two.list("/") == []
+            assert await two.read("/only-in-one") is None
+
+    async def test_closed_workspace_refuses_operations(self, tmp_path: Path) -> None:
+        """After aclose(), an operation raises ClosedResourceError; closing twice is harmless."""
+        store = SqliteWorkspace(tmp_path / "closed.sqlite3")
+        await store.write("/x", b"x")
+        await store.aclose()
+        await store.aclose()
+        with pytest.raises(anyio.ClosedResourceError):
+            await store.read("/x")
+
+    def test_table_name_must_be_an_identifier(self, tmp_path: Path) -> None:
+        """A table name that is not a plain identifier is refused before any SQL runs."""
+        with pytest.raises(ValueError, match="plain SQL identifier"):
+            SqliteWorkspace(tmp_path / "x.sqlite3", table='x"; DROP TABLE y; --')
+
+
+class TestErrors:
+    """The error types and messages every bundled workspace raises."""
+
+    def test_errors_derive_from_the_fitting_standard_types(self) -> None:
+        """Each error is a WorkspaceError and the standard exception that fits it."""
+        assert issubclass(InvalidPath, ValueError)
+        assert issubclass(NotFound, FileNotFoundError)
+        assert issubclass(NotADirectory, NotADirectoryError)
+        assert issubclass(IsADirectory, IsADirectoryError)
+        assert issubclass(DirectoryNotEmpty, OSError)
+        for error in (InvalidPath, NotFound, NotADirectory, IsADirectory, DirectoryNotEmpty):
+            assert issubclass(error, WorkspaceError)
+
+    async def test_directory_not_empty_names_the_path_and_the_fix(self) -> None:
+        """The refusal carries errno ENOTEMPTY and the path, and says to pass recursive=True."""
+        store = MemoryWorkspace()
+        await store.write("/docs/a.txt", b"a")
+        with pytest.raises(DirectoryNotEmpty) as caught:
+            await store.remove("/docs")
+        assert caught.value.errno == errno.ENOTEMPTY
+        assert caught.value.filename == "/docs"
+        assert "recursive=True" in str(caught.value)
+
+    async def test_invalid_path_names_the_path_and_the_rule(self) -> None:
+        """The message shows the offending path and what a path must look like."""
+        with pytest.raises(InvalidPath) as caught:
+            await MemoryWorkspace().read("/a/../b")
+        assert str(caught.value) == (
+            "invalid workspace path '/a/../b': '..' is not a name: paths are never relative; "
+            "a path is '/' or '/' followed by names joined by '/', like '/a/b.txt'"
+        )
+
+    @pytest.mark.parametrize("data", ["text", 5], ids=["str", "int"])
+    async def test_data_must_be_bytes_like(self, data: object) -> None:
+        """Text and integers are refused rather than encoded or turned into zero bytes."""
+        with pytest.raises(TypeError):
+            await MemoryWorkspace().write("/x", cast("bytes", data))
+
+    async def test_path_must_be_a_string(self) -> None:
+        """A path that is not a str is a TypeError, not a lookup of something else."""
+        with pytest.raises(TypeError, match="must be a str"):
+            await MemoryWorkspace().exists(cast("str", Path("/x")))
