@@ -31,7 +31,12 @@ from ._suite import CaseFunction, ContractSuite, FamilyFunction
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
-_PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__))
+# The host's own frames, dropped from the front of a case's traceback; the bundled
+# profiles' case functions live in the package too, and are kept.
+_HOST_FILES: Final = frozenset(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    for name in ("_runner.py", "_scope.py")
+)
 
 
 def _check_definitions(implementation: object, suite: object) -> tuple[Plan, dict[str, Coverage]]:
@@ -417,7 +422,7 @@ def _judge(
 def _trim_traceback(error: BaseException) -> None:
     """Drop conformkit's own frames from the front of ``error``'s traceback."""
     tb: TracebackType | None = error.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while tb is not None and tb.tb_frame.f_code.co_filename in _HOST_FILES:
         tb = tb.tb_next
     if tb is not None:
         error.__traceback__ = tb

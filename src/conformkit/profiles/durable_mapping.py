@@ -1,0 +1,276 @@
+"""
+The durable mapping profile: what a mapping store holds survives closing and reopening it.
+
+The API is a :class:`MappingStore`: ``open()`` returns a
+:class:`collections.abc.MutableMapping` over one underlying store, and
+``close(mapping)`` closes it. Passing the profile establishes that, once a
+mapping is closed, a mapping opened later sees every key written, every value
+overwritten and every key deleted before the close.
+
+It does not establish durability without a close (after a crash or a power
+loss), across processes or machines (the cases reopen in the same process),
+several mappings open on one store at once, insertion order after reopening,
+or anything of the mapping's own behaviour: run :mod:`conformkit.profiles.mapping`
+for that.
+
+Bundled implementations: :class:`MemoryMappingStoreImplementation` (the
+reference, a :class:`MemoryMappingStore`), :class:`ShelveMappingStoreImplementation`
+(:mod:`shelve` over :mod:`dbm.dumb`) and :class:`SqliteMappingStoreImplementation`
+(:class:`~conformkit.profiles.mapping.SqliteMapping`), each over a temporary file.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import reprlib
+import shelve
+from collections.abc import Callable, MutableMapping
+from typing import Any, Literal, Protocol, TypeAlias, final
+
+from .._feature import Feature
+from .._implementation import FeatureImplementation
+from .._scope import FeatureScope
+from .._suite import ContractSuite
+from ..laws import strictly_equal
+from .mapping import SqliteMapping, _drop_table, _open_shelf, _temporary_directory, _unique_table
+
+__all__ = [
+    "DurableMappingCase",
+    "MappingStore",
+    "MemoryMappingStore",
+    "MemoryMappingStoreImplementation",
+    "ShelveMappingStoreImplementation",
+    "SqliteMappingStoreImplementation",
+    "feature",
+    "implementations",
+    "suite",
+]
+
+
+class MappingStore(Protocol):
+    """A store that hands out mappings over what it holds, and closes them."""
+
+    def open(self) -> MutableMapping[Any, Any]:
+        """Open the store: a mapping of everything written and not deleted before."""
+        ...
+
+    def close(self, mapping: MutableMapping[Any, Any]) -> None:
+        """Close a mapping that :meth:`open` returned, keeping what was written through it."""
+        ...
+
+
+DurableMappingCase = Literal[
+    "durable_across_reopen",
+    "overwrite_durable_across_reopen",
+    "delete_durable_across_reopen",
+]
+"""The names of the profile's cases."""
+
+feature = Feature[MappingStore, DurableMappingCase](
+    "conformkit.profiles.durable_mapping",
+    cases=(
+        "durable_across_reopen",
+        "overwrite_durable_across_reopen",
+        "delete_durable_across_reopen",
+    ),
+    description=(
+        "A store of mappings: open() returns a MutableMapping, close(mapping) closes it, and "
+        "a mapping opened later sees every write, overwrite and delete made before the close."
+    ),
+    does_not_establish=(
+        "Durability without a close (after a crash or a power loss), across processes or "
+        "machines, with several mappings open at once, insertion order after reopening, or "
+        "the mapping's own behaviour (see conformkit.profiles.mapping)."
+    ),
+)
+
+suite = ContractSuite(feature)
+
+_LARGE = "a value too large for the place of the first one " * 40
+
+
+def _check_contents(
+    mapping: MutableMapping[Any, Any], expected: dict[str, Any], story: str
+) -> None:
+    problems: list[str] = []
+    for key, value in expected.items():
+        if key not in mapping:
+            problems.append(f"{key!r} is missing")
+            continue
+        got = mapping[key]
+        if not strictly_equal(value, got):
+            problems.append(
+                f"{key!r} reads back {reprlib.repr(got)}, expected {reprlib.repr(value)} "
+                f"(equal, of the same types)"
+            )
+    problems.extend(
+        f"{key!r} is there, holding {reprlib.repr(mapping[key])}, but should not be"
+        for key in mapping
+        if key not in expected
+    )
+    if problems:
+        raise AssertionError(f"after {story}, closing and reopening: {'; '.join(problems)}")
+
+
+@suite.case("durable_across_reopen")
+def _durable_across_reopen(api: MappingStore) -> None:
+    written: dict[str, Any] = {"text": "a value", "number": 42, "nested": {"list": [1, (2, 3)]}}
+    mapping = api.open()
+    for key, value in written.items():
+        mapping[key] = value
+    api.close(mapping)
+    reopened = api.open()
+    _check_contents(reopened, written, "writing 'text', 'number' and 'nested'")
+    api.close(reopened)
+
+
+@suite.case("overwrite_durable_across_reopen")
+def _overwrite_durable_across_reopen(api: MappingStore) -> None:
+    mapping = api.open()
+    mapping["key"] = "first"
+    mapping["other"] = "kept"
+    api.close(mapping)
+    mapping = api.open()
+    _check_contents(mapping, {"key": "first", "other": "kept"}, "writing 'key' and 'other'")
+    mapping["key"] = _LARGE
+    api.close(mapping)
+    reopened = api.open()
+    _check_contents(
+        reopened,
+        {"key": _LARGE, "other": "kept"},
+        "writing 'key' and 'other', closing, reopening and overwriting 'key' with a larger value",
+    )
+    api.close(reopened)
+
+
+@suite.case("delete_durable_across_reopen")
+def _delete_durable_across_reopen(api: MappingStore) -> None:
+    mapping = api.open()
+    mapping["gone"] = "deleted later"
+    mapping["kept"] = "kept"
+    api.close(mapping)
+    mapping = api.open()
+    _check_contents(mapping, {"gone": "deleted later", "kept": "kept"}, "writing 'gone' and 'kept'")
+    del mapping["gone"]
+    api.close(mapping)
+    reopened = api.open()
+    _check_contents(
+        reopened,
+        {"kept": "kept"},
+        "writing 'gone' and 'kept', closing, reopening and deleting 'gone'",
+    )
+    api.close(reopened)
+
+
+class MemoryMappingStore:
+    """
+    The reference store: it keeps, in memory, what the last :meth:`close` saved.
+
+    :meth:`open` returns a new ``dict`` holding the saved items; :meth:`close`
+    saves the mapping's items. Nothing else passes from one mapping to the next.
+    """
+
+    def __init__(self) -> None:
+        self.saved: dict[Any, Any] = {}
+
+    def open(self) -> MutableMapping[Any, Any]:
+        """Return a new ``dict`` of the saved items."""
+        return dict(self.saved)
+
+    def close(self, mapping: MutableMapping[Any, Any]) -> None:
+        """Save the mapping's items, replacing those saved before."""
+        self.saved = dict(mapping)
+
+
+_Closable: TypeAlias = "SqliteMapping | shelve.Shelf[Any]"
+"""A mapping over a file, which has a ``close()`` method."""
+
+
+@final
+class _FileStore:
+    """Opens mappings over one file, and closes those a failed case left open."""
+
+    def __init__(self, opener: Callable[[], _Closable]) -> None:
+        self._opener = opener
+        self._open: list[_Closable] = []
+
+    def open(self) -> MutableMapping[Any, Any]:
+        mapping = self._opener()
+        self._open.append(mapping)
+        return mapping
+
+    def close(self, mapping: MutableMapping[Any, Any]) -> None:
+        for index, candidate in enumerate(self._open):
+            if candidate is mapping:  # by identity: mappings compare by their items
+                del self._open[index]
+                candidate.close()
+                return
+        raise ValueError(
+            f"close() takes a mapping that this store opened and has not closed, got {mapping!r}"
+        )
+
+    def close_all(self) -> None:
+        while self._open:
+            self._open.pop().close()
+
+
+class MemoryMappingStoreImplementation(FeatureImplementation[MappingStore, DurableMappingCase]):
+    """The reference: a :class:`MemoryMappingStore`."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def create(self, scope: FeatureScope) -> MappingStore:
+        return MemoryMappingStore()
+
+
+class ShelveMappingStoreImplementation(FeatureImplementation[MappingStore, DurableMappingCase]):
+    """:mod:`shelve` over a :mod:`dbm.dumb` database in a temporary directory."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def create(self, scope: FeatureScope) -> MappingStore:
+        directory = _temporary_directory(scope, "conformkit-shelve-")
+        store = _FileStore(functools.partial(_open_shelf, os.path.join(directory, "shelf")))
+        scope.defer(store.close_all)
+        return store
+
+
+class SqliteMappingStoreImplementation(FeatureImplementation[MappingStore, DurableMappingCase]):
+    """
+    :class:`~conformkit.profiles.mapping.SqliteMapping` over one database file.
+
+    By default each scope gets a database file of its own in a temporary
+    directory, removed when the scope closes. Given ``path``, each scope gets a
+    table of its own in that database, dropped when the scope closes.
+
+    :param path: a database file to use instead of temporary ones.
+    """
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = path
+
+    def create(self, scope: FeatureScope) -> MappingStore:
+        if self.path is None:
+            directory = _temporary_directory(scope, "conformkit-durable-mapping-")
+            path: str | os.PathLike[str] = os.path.join(directory, "mapping.sqlite3")
+            table = "mapping"
+        else:
+            path, table = self.path, _unique_table()
+            scope.defer(functools.partial(_drop_table, path, table))
+        store = _FileStore(functools.partial(SqliteMapping, path, table=table))
+        scope.defer(store.close_all)
+        return store
+
+
+implementations: tuple[FeatureImplementation[MappingStore, DurableMappingCase], ...] = (
+    MemoryMappingStoreImplementation(),
+    ShelveMappingStoreImplementation(),
+    SqliteMappingStoreImplementation(),
+)
+"""One instance of each bundled implementation."""

@@ -1,0 +1,1162 @@
+"""
+A session event store: sessions with JSON metadata and parent links, each with
+an append-only log of JSON events.
+
+Passing this profile establishes, for one store:
+
+- a session is created once (a second create raises :exc:`DuplicateSession`),
+  loads back as created, and a session never created loads as ``None``;
+  appending to, replaying or listing the children of an unknown session raises
+  :exc:`UnknownSession` and creates nothing;
+- :meth:`~SessionEventsAPI.append` is idempotent by ``event_id`` within a
+  session: a second append of an ID returns ``False`` and changes nothing,
+  whatever its payload or sequence, even when the appends race;
+- no two events of a session share a ``sequence`` (:exc:`SequenceConflict`),
+  and :meth:`~SessionEventsAPI.replay` returns the events ordered by sequence,
+  whatever the order they were appended in;
+- metadata and payloads are copied at every boundary: changing what was passed
+  to ``create_session`` or ``append``, or what ``load_session`` or ``replay``
+  returned, changes nothing stored;
+- they are JSON values that come back strictly equal, types included (nested
+  lists and dicts, unicode, ``None``, big ints, floats to the last bit), and a
+  value JSON cannot hold (a tuple, a set, bytes, NaN, a non-str key) is rejected
+  with :exc:`NotJSON` rather than coerced;
+- a child keeps its parent's ID, a parent must exist before its children, and
+  :meth:`~SessionEventsAPI.children` lists the direct children sorted by ID;
+- sessions are isolated: event IDs and sequences are per session.
+
+It does not establish durability across processes or crashes, behaviour with
+several processes sharing one database, whether an operation cancelled while
+it ran took effect, retention or deletion of sessions and events, the order of
+keys inside metadata and payloads, or performance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import uuid
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, final
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
+from .._feature import Feature
+from .._implementation import FeatureImplementation
+from .._scope import FeatureScope
+from .._suite import ContractSuite
+from ..laws import race, round_trip_async, strictly_equal
+
+__all__ = [
+    "JSON",
+    "DuplicateSession",
+    "Event",
+    "MemorySessionEvents",
+    "MemorySessionEventsImplementation",
+    "NotJSON",
+    "SequenceConflict",
+    "SessionEventsAPI",
+    "SessionEventsCase",
+    "SessionEventsError",
+    "SessionRecord",
+    "SqliteSessionEvents",
+    "SqliteSessionEventsImplementation",
+    "UnknownSession",
+    "feature",
+    "implementations",
+    "suite",
+]
+
+JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
+"""A JSON value: dicts with str keys, lists, str, int, finite float, bool and ``None``."""
+
+_MAX_SEQUENCE: Final = 2**63 - 1  # the largest integer SQLite stores
+
+
+# --------------------------------------------------------------------------- values and errors
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Event:
+    """
+    One event of a session.
+
+    The event is frozen, but its payload is an ordinary dict or list: stores copy
+    it when it is appended and when it is replayed.
+
+    :ivar event_id: identifies the event within its session; appending an ID
+        again is a no-op.
+    :ivar sequence: the event's position in its session, from 0 to ``2**63 - 1``;
+        replay is ordered by it. Gaps are allowed; two events of a session may
+        not share one.
+    :ivar payload: a JSON value.
+    :raises TypeError: if ``event_id`` is not a str or ``sequence`` not an int.
+    :raises ValueError: if ``event_id`` is empty or ``sequence`` out of range.
+    """
+
+    event_id: str
+    sequence: int
+    payload: JSON = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.event_id, str):
+            raise TypeError(f"Event.event_id must be a str, got {self.event_id!r}")
+        if not self.event_id:
+            raise ValueError("Event.event_id must not be empty")
+        if isinstance(self.sequence, bool) or not isinstance(self.sequence, int):
+            raise TypeError(f"Event.sequence must be an int, got {self.sequence!r}")
+        if not 0 <= self.sequence <= _MAX_SEQUENCE:
+            raise ValueError(
+                f"Event.sequence must be between 0 and 2**63 - 1, got {self.sequence!r}"
+            )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """
+    A session as :meth:`SessionEventsAPI.load_session` returns it.
+
+    :ivar session_id: the session's ID.
+    :ivar metadata: a copy of the metadata it was created with.
+    :ivar parent_id: the ID of its parent session, or ``None`` for a root.
+    """
+
+    session_id: str
+    metadata: dict[str, JSON] = field(default_factory=dict)
+    parent_id: str | None = None
+
+
+class SessionEventsError(Exception):
+    """Base class of the errors a session event store raises."""
+
+
+class UnknownSession(SessionEventsError, LookupError):
+    """The session (or the parent named at creation) was never created."""
+
+
+class DuplicateSession(SessionEventsError, ValueError):
+    """A session with that ID exists already; it is left unchanged."""
+
+
+class SequenceConflict(SessionEventsError, ValueError):
+    """Another event of the session already has that sequence; nothing was stored."""
+
+
+class NotJSON(SessionEventsError, ValueError):
+    """
+    Metadata or a payload holds a value JSON cannot hold; nothing was stored.
+
+    Raised before the store is consulted, so also for a duplicate event or an
+    unknown session.
+    """
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class SessionEventsAPI(Protocol):
+    """What the consumers of a session event store rely on."""
+
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        """
+        Create a session with a copy of ``metadata``, as a child of ``parent_id`` if given.
+
+        :raises NotJSON: if ``metadata`` is not a JSON object.
+        :raises DuplicateSession: if the session exists; the stored one is unchanged.
+        :raises UnknownSession: if ``parent_id`` names no session.
+        """
+        ...
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """Return a copy of the session, or ``None`` if it was never created."""
+        ...
+
+    async def append(self, session_id: str, event: Event) -> bool:
+        """
+        Store a copy of the event; return ``True`` if it was stored, ``False`` if the
+        session already has an event with its ID (whatever that one's payload or
+        sequence), in which case nothing changes.
+
+        :raises NotJSON: if the payload is not JSON.
+        :raises UnknownSession: if the session was never created.
+        :raises SequenceConflict: if another event of the session has the sequence.
+        """
+        ...
+
+    async def replay(self, session_id: str) -> list[Event]:
+        """
+        Return copies of the session's events, ordered by sequence.
+
+        :raises UnknownSession: if the session was never created.
+        """
+        ...
+
+    async def children(self, session_id: str) -> list[str]:
+        """
+        Return the IDs of the session's direct children, sorted.
+
+        :raises UnknownSession: if the session was never created.
+        """
+        ...
+
+
+SessionEventsCase = Literal[
+    "missing_session_loads_as_none",
+    "load_returns_created_session",
+    "duplicate_session_rejected",
+    "unknown_session_rejected",
+    "append_is_idempotent",
+    "concurrent_appends_are_idempotent",
+    "sequence_conflict_rejected",
+    "replay_orders_by_sequence",
+    "metadata_cloned_at_create",
+    "metadata_cloned_at_load",
+    "payload_cloned_at_append",
+    "payload_cloned_at_replay",
+    "parent_child_links_preserved",
+    "unknown_parent_rejected",
+    "sessions_are_isolated",
+    "json_round_trips_strictly",
+    "non_json_rejected",
+]
+
+feature = Feature[SessionEventsAPI, SessionEventsCase](
+    "conformkit.profiles.session_events",
+    cases=(
+        "missing_session_loads_as_none",
+        "load_returns_created_session",
+        "duplicate_session_rejected",
+        "unknown_session_rejected",
+        "append_is_idempotent",
+        "concurrent_appends_are_idempotent",
+        "sequence_conflict_rejected",
+        "replay_orders_by_sequence",
+        "metadata_cloned_at_create",
+        "metadata_cloned_at_load",
+        "payload_cloned_at_append",
+        "payload_cloned_at_replay",
+        "parent_child_links_preserved",
+        "unknown_parent_rejected",
+        "sessions_are_isolated",
+        "json_round_trips_strictly",
+        "non_json_rejected",
+    ),
+    description=(
+        "A session event store: sessions with JSON metadata and parent links, each with "
+        "an append-only log of JSON events, idempotent by event ID and replayed in "
+        "sequence order, copied at every boundary."
+    ),
+    does_not_establish=(
+        "Durability across processes or crashes; behaviour with several processes sharing "
+        "one database; whether an operation cancelled while it ran took effect; retention "
+        "or deletion of sessions and events; the order of keys inside metadata and "
+        "payloads; performance."
+    ),
+)
+
+
+# --------------------------------------------------------------------------- shared rules
+
+
+def _clone_json(value: object, what: str) -> JSON:
+    """
+    Return a deep copy of ``value``, which must be JSON, exactly: no subclasses.
+
+    :raises NotJSON: naming ``what`` and the path to the first value JSON cannot hold.
+    """
+    return _clone(value, what, "", set())
+
+
+def _clone(value: object, what: str, path: str, active: set[int]) -> JSON:
+    kind = type(value)
+    if value is None or kind is str or kind is bool or kind is int:
+        return cast("JSON", value)
+    where = path or "the top level"
+    if isinstance(value, float) and kind is float:
+        if math.isfinite(value):
+            return value
+        raise NotJSON(f"{what} is not JSON: {value!r} at {where}; JSON has no NaN or infinity")
+    if isinstance(value, list | dict) and kind in (list, dict):
+        if id(value) in active:
+            raise NotJSON(f"{what} is not JSON: it contains itself at {where}")
+        active.add(id(value))
+        try:
+            if isinstance(value, list):
+                return [
+                    _clone(item, what, f"{path}[{index}]", active)
+                    for index, item in enumerate(value)
+                ]
+            copy: dict[str, JSON] = {}
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise NotJSON(
+                        f"{what} is not JSON: key {key!r} at {where}; JSON object keys are strings"
+                    )
+                copy[key] = _clone(item, what, f"{path}[{key!r}]", active)
+            return copy
+        finally:
+            active.discard(id(value))
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise NotJSON(
+        f"{what} is not JSON: {kind.__qualname__} {shown} at {where}; JSON holds only dicts "
+        f"with str keys, lists, str, int, finite float, bool and None"
+    )
+
+
+def _clone_metadata(session_id: str, metadata: object) -> dict[str, JSON]:
+    what = f"metadata of session {session_id!r}"
+    if type(metadata) is not dict:
+        raise NotJSON(f"{what} must be a dict (a JSON object), got {metadata!r}")
+    return cast("dict[str, JSON]", _clone_json(metadata, what))
+
+
+def _clone_payload(event: Event) -> JSON:
+    return _clone_json(event.payload, f"payload of event {event.event_id!r}")
+
+
+def _duplicate_session(session_id: str) -> DuplicateSession:
+    return DuplicateSession(f"session {session_id!r} exists already")
+
+
+def _unknown_session(session_id: str, role: str = "session") -> UnknownSession:
+    return UnknownSession(f"{role} {session_id!r} was never created")
+
+
+def _sequence_conflict(
+    session_id: str, event_id: str, sequence: int, holder: str
+) -> SequenceConflict:
+    return SequenceConflict(
+        f"cannot append event {event_id!r} to session {session_id!r}: sequence {sequence} "
+        f"belongs to event {holder!r}"
+    )
+
+
+# --------------------------------------------------------------------------- in memory
+
+
+@dataclass(slots=True)
+class _StoredSession:
+    metadata: dict[str, JSON]
+    parent_id: str | None
+    events: dict[str, Event] = field(default_factory=dict)  # by event ID
+    sequences: dict[int, str] = field(default_factory=dict)  # event ID by sequence
+    children: set[str] = field(default_factory=set)
+
+
+class MemorySessionEvents:
+    """
+    The in-memory reference store: dicts, with every value copied in and out.
+
+    Each operation checks for cancellation, then runs without awaiting, so
+    concurrent calls never interleave. Not final: subclass it to inject a
+    fault, as the profile's own tests do.
+    """
+
+    __slots__ = ("_sessions",)
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _StoredSession] = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__} of {len(self._sessions)} session(s)>"
+
+    def _session(self, session_id: str) -> _StoredSession:
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            raise _unknown_session(session_id)
+        return stored
+
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        """See :meth:`SessionEventsAPI.create_session`."""
+        await anyio.lowlevel.checkpoint()
+        copy = _clone_metadata(session_id, metadata)
+        if session_id in self._sessions:
+            raise _duplicate_session(session_id)
+        if parent_id is not None:
+            parent = self._sessions.get(parent_id)
+            if parent is None:
+                raise _unknown_session(parent_id, "parent session")
+            parent.children.add(session_id)
+        self._sessions[session_id] = _StoredSession(copy, parent_id)
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionEventsAPI.load_session`."""
+        await anyio.lowlevel.checkpoint()
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return None
+        return SessionRecord(
+            session_id, _clone_metadata(session_id, stored.metadata), stored.parent_id
+        )
+
+    async def append(self, session_id: str, event: Event) -> bool:
+        """See :meth:`SessionEventsAPI.append`."""
+        await anyio.lowlevel.checkpoint()
+        payload = _clone_payload(event)
+        stored = self._session(session_id)
+        if event.event_id in stored.events:
+            return False
+        holder = stored.sequences.get(event.sequence)
+        if holder is not None:
+            raise _sequence_conflict(session_id, event.event_id, event.sequence, holder)
+        stored.events[event.event_id] = Event(event.event_id, event.sequence, payload)
+        stored.sequences[event.sequence] = event.event_id
+        return True
+
+    async def replay(self, session_id: str) -> list[Event]:
+        """See :meth:`SessionEventsAPI.replay`."""
+        await anyio.lowlevel.checkpoint()
+        stored = self._session(session_id)
+        return [
+            Event(event.event_id, event.sequence, _clone_payload(event))
+            for event in sorted(stored.events.values(), key=lambda event: event.sequence)
+        ]
+
+    async def children(self, session_id: str) -> list[str]:
+        """See :meth:`SessionEventsAPI.children`."""
+        await anyio.lowlevel.checkpoint()
+        return sorted(self._session(session_id).children)
+
+
+# --------------------------------------------------------------------------- SQLite
+
+_SCHEMA: Final = """
+PRAGMA journal_mode = WAL;
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS sessions (
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    parent_id TEXT,
+    metadata TEXT NOT NULL,
+    PRIMARY KEY (namespace, session_id),
+    FOREIGN KEY (namespace, parent_id) REFERENCES sessions (namespace, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (namespace, parent_id, session_id);
+CREATE TABLE IF NOT EXISTS events (
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (namespace, session_id, event_id),
+    UNIQUE (namespace, session_id, sequence),
+    FOREIGN KEY (namespace, session_id) REFERENCES sessions (namespace, session_id)
+);
+COMMIT;
+"""
+
+_BUSY_TIMEOUT: Final = 10.0
+"""Seconds a connection waits for another process's write lock before giving up."""
+
+
+def _dump(value: JSON) -> str:
+    # ASCII escapes keep any str, lone surrogates included, storable as SQLite text.
+    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+@final
+class SqliteSessionEvents:
+    """
+    A store in a SQLite database file: metadata and payloads are kept as JSON text.
+
+    The store opens one connection, on first use, and creates the tables if they
+    are absent; :meth:`aclose` (or leaving ``async with``) closes it. Every
+    operation runs in a worker thread, one at a time, in a transaction of its own
+    (writes take the write lock as they begin, so other processes that share the
+    file are serialised too); the event loop never blocks on the database. The
+    file is switched to WAL journal mode, with ``synchronous = NORMAL``: a
+    committed transaction survives the process dying, not the machine.
+
+    Rows belong to a **namespace**, so that several stores can share one file
+    without seeing each other's sessions.
+
+    ::
+
+        async with SqliteSessionEvents("sessions.sqlite3") as store:
+            await store.create_session("run-1", metadata={"user": "ada"})
+            await store.append("run-1", Event("e-1", 0, {"step": "start"}))
+
+    :param path: the database file; created if absent.
+    :param namespace: the namespace of this store's rows.
+    """
+
+    __slots__ = ("_closed", "_connection", "_lock", "_namespace", "_path")
+
+    def __init__(self, path: str | os.PathLike[str], *, namespace: str = "") -> None:
+        self._path = os.fspath(path)
+        self._namespace = namespace
+        self._lock = threading.Lock()  # one operation at a time on the connection
+        self._connection: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SqliteSessionEvents({self._path!r}, namespace={self._namespace!r})"
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    @property
+    def namespace(self) -> str:
+        """The namespace of this store's rows."""
+        return self._namespace
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection; the store cannot be used afterwards. Closing twice is a no-op."""
+        await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _connect(self) -> sqlite3.Connection:
+        """The store's connection, opened (and the schema created) on first use."""
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if self._connection is None:
+            connection = sqlite3.connect(
+                self._path,
+                timeout=_BUSY_TIMEOUT,
+                isolation_level=None,  # transactions are begun and ended below
+                check_same_thread=False,  # worker threads take turns, under the lock
+            )
+            try:
+                connection.execute("PRAGMA foreign_keys = ON")
+                connection.execute("PRAGMA synchronous = NORMAL")
+                connection.executescript(_SCHEMA)
+            except BaseException:
+                connection.close()
+                raise
+            self._connection = connection
+        return self._connection
+
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """The connection in a transaction: committed on success, else rolled back."""
+        with self._lock:
+            connection = self._connect()
+            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+
+    def _exists(self, connection: sqlite3.Connection, session_id: str) -> bool:
+        row = connection.execute(
+            "SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
+            (self._namespace, session_id),
+        ).fetchone()
+        return row is not None
+
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        """See :meth:`SessionEventsAPI.create_session`."""
+        text = _dump(_clone_metadata(session_id, metadata))  # copied before any await
+        await anyio.to_thread.run_sync(self._create_session, session_id, text, parent_id)
+
+    def _create_session(self, session_id: str, text: str, parent_id: str | None) -> None:
+        with self._transaction(write=True) as connection:
+            if self._exists(connection, session_id):
+                raise _duplicate_session(session_id)
+            if parent_id is not None and not self._exists(connection, parent_id):
+                raise _unknown_session(parent_id, "parent session")
+            connection.execute(
+                "INSERT INTO sessions (namespace, session_id, parent_id, metadata) "
+                "VALUES (?, ?, ?, ?)",
+                (self._namespace, session_id, parent_id, text),
+            )
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionEventsAPI.load_session`."""
+        return await anyio.to_thread.run_sync(self._load_session, session_id)
+
+    def _load_session(self, session_id: str) -> SessionRecord | None:
+        with self._transaction(write=False) as connection:
+            row = connection.execute(
+                "SELECT metadata, parent_id FROM sessions WHERE namespace = ? AND session_id = ?",
+                (self._namespace, session_id),
+            ).fetchone()
+        if row is None:
+            return None
+        return SessionRecord(session_id, json.loads(row[0]), row[1])
+
+    async def append(self, session_id: str, event: Event) -> bool:
+        """See :meth:`SessionEventsAPI.append`."""
+        text = _dump(_clone_payload(event))  # copied before any await
+        return await anyio.to_thread.run_sync(
+            self._append, session_id, event.event_id, event.sequence, text
+        )
+
+    def _append(self, session_id: str, event_id: str, sequence: int, text: str) -> bool:
+        with self._transaction(write=True) as connection:
+            if not self._exists(connection, session_id):
+                raise _unknown_session(session_id)
+            key = (self._namespace, session_id)
+            duplicate = connection.execute(
+                "SELECT 1 FROM events WHERE namespace = ? AND session_id = ? AND event_id = ?",
+                (*key, event_id),
+            ).fetchone()
+            if duplicate is not None:
+                return False
+            holder = connection.execute(
+                "SELECT event_id FROM events WHERE namespace = ? AND session_id = ? "
+                "AND sequence = ?",
+                (*key, sequence),
+            ).fetchone()
+            if holder is not None:
+                raise _sequence_conflict(session_id, event_id, sequence, holder[0])
+            connection.execute(
+                "INSERT INTO events (namespace, session_id, event_id, sequence, payload) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (*key, event_id, sequence, text),
+            )
+            return True
+
+    async def replay(self, session_id: str) -> list[Event]:
+        """See :meth:`SessionEventsAPI.replay`."""
+        return await anyio.to_thread.run_sync(self._replay, session_id)
+
+    def _replay(self, session_id: str) -> list[Event]:
+        with self._transaction(write=False) as connection:
+            if not self._exists(connection, session_id):
+                raise _unknown_session(session_id)
+            rows = connection.execute(
+                "SELECT event_id, sequence, payload FROM events "
+                "WHERE namespace = ? AND session_id = ? ORDER BY sequence",
+                (self._namespace, session_id),
+            ).fetchall()
+        return [Event(event_id, sequence, json.loads(text)) for event_id, sequence, text in rows]
+
+    async def children(self, session_id: str) -> list[str]:
+        """See :meth:`SessionEventsAPI.children`."""
+        return await anyio.to_thread.run_sync(self._children, session_id)
+
+    def _children(self, session_id: str) -> list[str]:
+        with self._transaction(write=False) as connection:
+            if not self._exists(connection, session_id):
+                raise _unknown_session(session_id)
+            # SQLite's BINARY collation orders UTF-8 bytes, which is code point order: sorted().
+            rows = connection.execute(
+                "SELECT session_id FROM sessions WHERE namespace = ? AND parent_id = ? "
+                "ORDER BY session_id",
+                (self._namespace, session_id),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    async def clear(self) -> None:
+        """Delete every session and event of this store's namespace, and nothing else."""
+        await anyio.to_thread.run_sync(self._clear)
+
+    def _clear(self) -> None:
+        with self._transaction(write=True) as connection:
+            connection.execute("DELETE FROM events WHERE namespace = ?", (self._namespace,))
+            connection.execute("DELETE FROM sessions WHERE namespace = ?", (self._namespace,))
+
+
+# --------------------------------------------------------------------------- implementations
+
+
+@final
+class MemorySessionEventsImplementation(FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
+    """The in-memory reference implementation: a fresh :class:`MemorySessionEvents` per scope."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def create(self, scope: FeatureScope) -> SessionEventsAPI:
+        return MemorySessionEvents()
+
+
+@final
+class SqliteSessionEventsImplementation(FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
+    """
+    The SQLite implementation: a :class:`SqliteSessionEvents` over a real database file.
+
+    By default each scope gets a database file in a temporary directory of its
+    own, removed when the scope closes. Given a ``path``, every scope uses that
+    file, in a namespace of its own that is cleared when the scope closes; the
+    tables stay.
+
+    :param path: a database file to run in, instead of a temporary one.
+    """
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = None if path is None else os.fspath(path)
+
+    def __repr__(self) -> str:
+        where = "temporary files" if self.path is None else repr(self.path)
+        return f"<SqliteSessionEventsImplementation on {where}>"
+
+    def create(self, scope: FeatureScope) -> SessionEventsAPI:
+        if self.path is None:
+            # One mkdir, made here rather than in a thread: a cancellation that came
+            # while a thread made it could leave it behind, unregistered.
+            directory = tempfile.mkdtemp(prefix="conformkit-session-events-")
+
+            @scope.defer
+            async def remove_database_directory() -> None:
+                await anyio.to_thread.run_sync(shutil.rmtree, directory)
+
+            store = SqliteSessionEvents(os.path.join(directory, "events.sqlite3"))
+            scope.defer(store.aclose)
+            return store
+        store = SqliteSessionEvents(self.path, namespace=f"conformkit-{uuid.uuid4().hex}")
+        scope.defer(store.aclose)
+        scope.defer(store.clear)  # runs first: cleanups run in reverse order
+        return store
+
+
+implementations: tuple[FeatureImplementation[SessionEventsAPI, SessionEventsCase], ...] = (
+    MemorySessionEventsImplementation(),
+    SqliteSessionEventsImplementation(),
+)
+"""One instance of each bundled implementation."""
+
+
+# --------------------------------------------------------------------------- the cases
+
+suite = ContractSuite(feature)
+
+
+async def _raises(expected: type[Exception], call: Awaitable[object], doing: str) -> None:
+    """Await ``call``, which must raise ``expected``; fail saying what it did instead."""
+    try:
+        result = await call
+    except expected:
+        return
+    except Exception as error:  # any other error is the wrong answer, shown as it is
+        raise AssertionError(
+            f"{doing}: expected {expected.__name__}, got {type(error).__name__}: {error}"
+        ) from error
+    raise AssertionError(f"{doing}: expected {expected.__name__}, but it returned {result!r}")
+
+
+def _expect(what: str, got: object, expected: object) -> None:
+    """Fail unless ``got`` is strictly equal to ``expected`` (types included)."""
+    if not strictly_equal(expected, got):
+        raise AssertionError(f"{what}: expected {expected!r}, got {got!r}")
+
+
+def _as_dict(value: JSON, what: str) -> dict[str, JSON]:
+    if not isinstance(value, dict):
+        raise AssertionError(f"expected {what} to be a dict, got {value!r}")
+    return value
+
+
+def _as_list(value: JSON, what: str) -> list[JSON]:
+    if not isinstance(value, list):
+        raise AssertionError(f"expected {what} to be a list, got {value!r}")
+    return value
+
+
+async def _load(api: SessionEventsAPI, session_id: str) -> SessionRecord:
+    record = await api.load_session(session_id)
+    if record is None:
+        raise AssertionError(f"load_session({session_id!r}) returned None for a created session")
+    return record
+
+
+@suite.case("missing_session_loads_as_none")
+async def _missing_session_loads_as_none(api: SessionEventsAPI) -> None:
+    await api.create_session("created", metadata={})
+    record = await api.load_session("never-created")
+    if record is not None:
+        raise AssertionError(
+            f"load_session('never-created'): expected None for a session never created, "
+            f"got {record!r}"
+        )
+
+
+@suite.case("load_returns_created_session")
+async def _load_returns_created_session(api: SessionEventsAPI) -> None:
+    await api.create_session("s-1", metadata={"title": "first", "tags": ["a", "b"]})
+    _expect(
+        "load_session('s-1') after creating it",
+        await api.load_session("s-1"),
+        SessionRecord("s-1", {"title": "first", "tags": ["a", "b"]}, None),
+    )
+    _expect("replay('s-1') of a new session", await api.replay("s-1"), [])
+    _expect("children('s-1') of a new session", await api.children("s-1"), [])
+
+
+@suite.case("duplicate_session_rejected")
+async def _duplicate_session_rejected(api: SessionEventsAPI) -> None:
+    await api.create_session("root", metadata={})
+    await api.create_session("s-1", metadata={"version": 1})
+    await _raises(
+        DuplicateSession,
+        api.create_session("s-1", metadata={"version": 2}),
+        "create_session('s-1') a second time",
+    )
+    await _raises(
+        DuplicateSession,
+        api.create_session("s-1", metadata={"version": 3}, parent_id="root"),
+        "create_session('s-1', parent_id='root') a third time",
+    )
+    _expect(
+        "load_session('s-1') after the rejected creates",
+        await api.load_session("s-1"),
+        SessionRecord("s-1", {"version": 1}, None),
+    )
+    _expect("children('root') after a rejected create under it", await api.children("root"), [])
+
+
+@suite.case("unknown_session_rejected")
+async def _unknown_session_rejected(api: SessionEventsAPI) -> None:
+    await api.create_session("known", metadata={})
+    await _raises(
+        UnknownSession,
+        api.append("unknown", Event("e-1", 0, {"n": 1})),
+        "append('unknown', ...) to a session never created",
+    )
+    await _raises(UnknownSession, api.replay("unknown"), "replay('unknown')")
+    await _raises(UnknownSession, api.children("unknown"), "children('unknown')")
+    record = await api.load_session("unknown")
+    if record is not None:
+        raise AssertionError(
+            f"a rejected append must not create the session: load_session('unknown') "
+            f"gave {record!r}, expected None"
+        )
+
+
+@suite.case("append_is_idempotent")
+async def _append_is_idempotent(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    first = Event("e-1", 1, {"text": "original"})
+    _expect("append('s', e-1) the first time", await api.append("s", first), True)
+    _expect("append('s', e-1) again, unchanged", await api.append("s", first), False)
+    changed = Event("e-1", 7, {"text": "changed"})
+    _expect(
+        "append('s', e-1) again with another payload and sequence",
+        await api.append("s", changed),
+        False,
+    )
+    _expect("replay('s') after duplicate appends", await api.replay("s"), [first])
+    second = Event("e-2", 2, {"text": "second"})
+    _expect("append('s', e-2) after the duplicates", await api.append("s", second), True)
+    _expect("replay('s') after e-2", await api.replay("s"), [first, second])
+
+
+@suite.case("concurrent_appends_are_idempotent")
+async def _concurrent_appends_are_idempotent(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    outcomes = await race(5, lambda index: api.append("s", Event("e-1", 1, {"attempt": index})))
+    stored = outcomes.all_succeed()
+    winners = [index for index, value in enumerate(stored) if value is True]
+    losers = [index for index, value in enumerate(stored) if value is False]
+    if len(winners) != 1 or len(losers) != 4:
+        raise AssertionError(
+            f"5 concurrent appends of event 'e-1': expected one True and four False, got {stored!r}"
+        )
+    winner = Event("e-1", 1, {"attempt": winners[0]})
+    _expect("replay('s') after the concurrent duplicates", await api.replay("s"), [winner])
+    others = [Event(f"e-{index + 2}", index + 2, {"n": index}) for index in range(4)]
+    outcomes = await race(4, lambda index: api.append("s", others[index]))
+    _expect("4 concurrent appends of distinct events", outcomes.all_succeed(), [True] * 4)
+    # Sorted here, so that only replay_orders_by_sequence fails a store that misorders.
+    replayed = sorted(await api.replay("s"), key=lambda event: event.sequence)
+    _expect("replay('s') after them, sorted by sequence", replayed, [winner, *others])
+
+
+@suite.case("sequence_conflict_rejected")
+async def _sequence_conflict_rejected(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    first = Event("e-1", 1, {"n": 1})
+    await api.append("s", first)
+    await _raises(
+        SequenceConflict,
+        api.append("s", Event("e-2", 1, {"n": 2})),
+        "append('s', e-2) with sequence 1, which e-1 has",
+    )
+    _expect("replay('s') after the conflict", await api.replay("s"), [first])
+    second = Event("e-2", 2, {"n": 2})
+    _expect(
+        "append('s', e-2) with a free sequence after its conflict",
+        await api.append("s", second),
+        True,
+    )
+    _expect("replay('s') after that", await api.replay("s"), [first, second])
+
+
+@suite.case("replay_orders_by_sequence")
+async def _replay_orders_by_sequence(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    # Neither the append order, nor the event IDs, nor the sequences compared as
+    # text give sequence order.
+    appended = [
+        Event("x", 30, {"n": "x"}),
+        Event("y", 5, {"n": "y"}),
+        Event("z", 100, {"n": "z"}),
+        Event("w", 12, {"n": "w"}),
+        Event("v", 0, {"n": "v"}),
+    ]
+    for event in appended:
+        await api.append("s", event)
+    expected = sorted(appended, key=lambda event: event.sequence)
+    _expect("replay('s') of events appended out of order", await api.replay("s"), expected)
+    late = Event("u", 7, {"n": "u"})
+    await api.append("s", late)
+    expected = sorted([*appended, late], key=lambda event: event.sequence)
+    _expect("replay('s') after a late event with sequence 7", await api.replay("s"), expected)
+
+
+@suite.case("metadata_cloned_at_create")
+async def _metadata_cloned_at_create(api: SessionEventsAPI) -> None:
+    tags: list[JSON] = ["a"]
+    nested: dict[str, JSON] = {"depth": 1}
+    metadata: dict[str, JSON] = {"title": "draft", "tags": tags, "nested": nested}
+    await api.create_session("s", metadata=metadata)
+    metadata["title"] = "changed"
+    metadata["added"] = True
+    tags.append("b")
+    nested["depth"] = 2
+    _expect(
+        "metadata loaded after the caller changed the dict it passed to create_session",
+        (await _load(api, "s")).metadata,
+        {"title": "draft", "tags": ["a"], "nested": {"depth": 1}},
+    )
+
+
+@suite.case("metadata_cloned_at_load")
+async def _metadata_cloned_at_load(api: SessionEventsAPI) -> None:
+    await api.create_session(
+        "s", metadata={"title": "draft", "tags": ["a"], "nested": {"depth": 1}}
+    )
+    metadata = (await _load(api, "s")).metadata
+    metadata["title"] = "changed"
+    metadata["added"] = True
+    _as_list(metadata.get("tags"), "metadata['tags']").append("b")
+    _as_dict(metadata.get("nested"), "metadata['nested']")["depth"] = 2
+    _expect(
+        "metadata loaded again after the caller changed what load_session returned",
+        (await _load(api, "s")).metadata,
+        {"title": "draft", "tags": ["a"], "nested": {"depth": 1}},
+    )
+
+
+@suite.case("payload_cloned_at_append")
+async def _payload_cloned_at_append(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    items: list[JSON] = [1, 2]
+    inner: dict[str, JSON] = {"key": "value"}
+    payload: dict[str, JSON] = {"items": items, "inner": inner, "text": "original"}
+    await api.append("s", Event("e-1", 1, payload))
+    payload["text"] = "changed"
+    payload["added"] = None
+    items.append(3)
+    inner["key"] = "changed"
+    _expect(
+        "replay after the caller changed the payload it appended",
+        await api.replay("s"),
+        [Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}, "text": "original"})],
+    )
+
+
+@suite.case("payload_cloned_at_replay")
+async def _payload_cloned_at_replay(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    original = Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}})
+    await api.append("s", Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}}))
+    events = await api.replay("s")
+    if len(events) != 1:
+        raise AssertionError(f"replay('s') after one append: expected 1 event, got {events!r}")
+    payload = _as_dict(events[0].payload, "the replayed payload")
+    _as_list(payload.get("items"), "payload['items']").append(3)
+    _as_dict(payload.get("inner"), "payload['inner']")["key"] = "changed"
+    payload["added"] = True
+    events.append(Event("e-intruder", 99, None))
+    _expect(
+        "replay again after the caller changed what replay returned",
+        await api.replay("s"),
+        [original],
+    )
+
+
+@suite.case("parent_child_links_preserved")
+async def _parent_child_links_preserved(api: SessionEventsAPI) -> None:
+    await api.create_session("root", metadata={})
+    await api.create_session("root-2", metadata={})
+    # Created out of order: children() sorts them.
+    for child in ("child-c", "child-a", "child-b"):
+        await api.create_session(child, metadata={"name": child}, parent_id="root")
+    await api.create_session("grandchild", metadata={}, parent_id="child-a")
+    _expect("load_session('root').parent_id", (await _load(api, "root")).parent_id, None)
+    _expect("load_session('child-c').parent_id", (await _load(api, "child-c")).parent_id, "root")
+    _expect(
+        "load_session('grandchild').parent_id",
+        (await _load(api, "grandchild")).parent_id,
+        "child-a",
+    )
+    _expect(
+        "children('root'), direct children sorted by ID",
+        await api.children("root"),
+        ["child-a", "child-b", "child-c"],
+    )
+    _expect("children('child-a')", await api.children("child-a"), ["grandchild"])
+    _expect("children('child-b')", await api.children("child-b"), [])
+    _expect("children('grandchild')", await api.children("grandchild"), [])
+    _expect("children('root-2')", await api.children("root-2"), [])
+
+
+@suite.case("unknown_parent_rejected")
+async def _unknown_parent_rejected(api: SessionEventsAPI) -> None:
+    await _raises(
+        UnknownSession,
+        api.create_session("orphan", metadata={}, parent_id="no-such-parent"),
+        "create_session('orphan', parent_id='no-such-parent')",
+    )
+    record = await api.load_session("orphan")
+    if record is not None:
+        raise AssertionError(
+            f"a session whose parent is unknown must not be created: load_session('orphan') "
+            f"gave {record!r}, expected None"
+        )
+    await api.create_session("orphan", metadata={"second": "try"})
+    _expect(
+        "load_session('orphan') created without a parent after the rejected create",
+        await api.load_session("orphan"),
+        SessionRecord("orphan", {"second": "try"}, None),
+    )
+
+
+@suite.case("sessions_are_isolated")
+async def _sessions_are_isolated(api: SessionEventsAPI) -> None:
+    await api.create_session("a", metadata={"name": "a"})
+    await api.create_session("b", metadata={"name": "b"})
+    await api.create_session("a-child", metadata={}, parent_id="a")
+    in_a = [Event("e-1", 1, {"in": "a"}), Event("e-2", 2, {"in": "a"})]
+    in_b = Event("e-1", 1, {"in": "b"})  # the same ID and sequence as in session a
+    _expect("append('a', e-1)", await api.append("a", in_a[0]), True)
+    _expect("append('b', e-1): event IDs are per session", await api.append("b", in_b), True)
+    _expect("append('a', e-2)", await api.append("a", in_a[1]), True)
+    _expect("replay('a')", await api.replay("a"), in_a)
+    _expect("replay('b')", await api.replay("b"), [in_b])
+    _expect("load_session('a').metadata", (await _load(api, "a")).metadata, {"name": "a"})
+    _expect("load_session('b').metadata", (await _load(api, "b")).metadata, {"name": "b"})
+    _expect("children('b')", await api.children("b"), [])
+
+
+def _json_samples() -> list[JSON]:
+    """JSON values whose every detail must survive a store, each a fresh copy."""
+    return [
+        {"nested": {"list": [1, [2, [3, []]], {}], "deep": {"a": {"b": {"c": None}}}}},
+        [None, True, False, 0, 1, -1, 0.5, "", [], {}],
+        'héllo wörld, 日本語, 🎉🏳️‍🌈, e\u0301, nul \x00, quote " backslash \\ newline \n tab \t',
+        {"ключ": "значение", "🔑": ["🎉"], "": "empty key", "with space": 1, "\x00": "nul key"},
+        [0.1, 2.5e-308, 1.7976931348623157e308, 5e-324, 1e16, 123456789.123456789, 1.0, -0.5],
+        [2**53 + 1, -(2**63), 2**64, 10**30],
+        [True, 1, False, 0, 1.0, 0.0],
+        None,
+        "",
+        0,
+        3.14159,
+        False,
+    ]
+
+
+@suite.case("json_round_trips_strictly")
+async def _json_round_trips_strictly(api: SessionEventsAPI) -> None:
+    samples = _json_samples()
+    sequences = itertools.count()
+
+    async def create_session(metadata: dict[str, JSON]) -> str:
+        await api.create_session("s", metadata=metadata)
+        return "s"
+
+    async def load_session(session_id: str) -> JSON:
+        return (await _load(api, session_id)).metadata
+
+    async def append(payload: JSON) -> str:
+        sequence = next(sequences)
+        await api.append("s", Event(f"e-{sequence}", sequence, payload))
+        return f"e-{sequence}"
+
+    async def replay(event_id: str) -> JSON:
+        for event in await api.replay("s"):
+            if event.event_id == event_id:
+                return event.payload
+        raise AssertionError(f"replay('s') lacks the appended event {event_id!r}")
+
+    for function in (create_session, load_session, append, replay):
+        # The law's message names them: "round trip (encode=append, decode=replay) ...".
+        function.__qualname__ = function.__name__
+
+    metadata = {f"sample-{index}": sample for index, sample in enumerate(samples)}
+    await round_trip_async(create_session, load_session, metadata)
+    for sample in samples:
+        await round_trip_async(append, replay, sample)
+
+
+def _not_json() -> list[tuple[str, Any]]:
+    """Values JSON cannot hold, which a store must reject rather than coerce."""
+    return [
+        ("a tuple", (1, 2)),
+        ("a tuple in a dict", {"when": (2024, 2, 29)}),
+        ("an int key", {"nested": {1: "one"}}),
+        ("NaN", {"score": math.nan}),
+        ("infinity", [math.inf]),
+        ("a set", {"tags": {"a"}}),
+        ("bytes", [b"raw"]),
+    ]
+
+
+@suite.case("non_json_rejected")
+async def _non_json_rejected(api: SessionEventsAPI) -> None:
+    await api.create_session("s", metadata={})
+    for sequence, (what, value) in enumerate(_not_json()):
+        await _raises(
+            NotJSON,
+            api.append("s", Event(f"e-{sequence}", sequence, value)),
+            f"append() of a payload holding {what}, {value!r}",
+        )
+        if not isinstance(value, dict):
+            continue
+        await _raises(
+            NotJSON,
+            api.create_session(f"s-{sequence}", metadata=value),
+            f"create_session() with metadata holding {what}, {value!r}",
+        )
+        record = await api.load_session(f"s-{sequence}")
+        if record is not None:
+            raise AssertionError(
+                f"create_session() with metadata holding {what} must store nothing, but "
+                f"load_session({f's-{sequence}'!r}) gave {record!r}"
+            )
+    _expect("replay('s') after rejected payloads", await api.replay("s"), [])
+    _expect(
+        "append('s', e-0) after its rejection", await api.append("s", Event("e-0", 0, {})), True
+    )

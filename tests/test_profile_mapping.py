@@ -1,0 +1,568 @@
+"""The mapping profile (conformkit.profiles.mapping): its mappings pass, broken ones fail."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sqlite3
+import threading
+import typing
+from collections.abc import Callable, Iterator, MutableMapping
+from contextlib import closing
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+import conformkit as ck
+from conformkit.profiles import mapping
+from conformkit.profiles.mapping import (
+    DictMappingImplementation,
+    MappingAPI,
+    MappingCase,
+    ShelveMappingImplementation,
+    SqliteMapping,
+    SqliteMappingImplementation,
+)
+
+ALL_CASES = frozenset(mapping.feature.cases)
+COPY_CASES = frozenset({"stored_value_is_a_copy", "returned_value_is_a_copy"})
+SHELVE_GAPS = frozenset(
+    {
+        "non_str_keys_round_trip",
+        "key_equality_follows_python",
+        "errors_surface_at_the_failing_call",
+        "shared_handle_is_thread_safe",
+    }
+)
+
+
+def with_status(report: ck.ContractReport, status: ck.CaseStatus) -> set[str]:
+    return {result.case_id for result in report.results if result.status is status}
+
+
+def failed(report: ck.ContractReport) -> set[str]:
+    return with_status(report, ck.CaseStatus.FAILED)
+
+
+# --------------------------------------------------------------------------- broken mappings
+
+
+class Wrapper(MutableMapping[Any, Any]):
+    """A mapping that delegates to another: with no defect, it passes what the other passes."""
+
+    def __init__(self, inner: MutableMapping[Any, Any]) -> None:
+        self.inner = inner
+
+    def store_key(self, key: Any) -> Any:
+        return key
+
+    def load_key(self, stored: Any) -> Any:
+        return stored
+
+    def store_value(self, value: Any) -> Any:
+        return value
+
+    def load_value(self, stored: Any) -> Any:
+        return stored
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.load_value(self.inner[self.store_key(key)])
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.inner[self.store_key(key)] = self.store_value(value)
+
+    def __delitem__(self, key: Any) -> None:
+        del self.inner[self.store_key(key)]
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.load_key(stored) for stored in self.inner)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+
+class ReadsMissingAsNone(dict[Any, Any]):
+    """Reading a missing key gives None instead of raising KeyError."""
+
+    def __missing__(self, key: Any) -> None:
+        return None
+
+
+class DeleteIgnoresMissing(dict[Any, Any]):
+    """Deleting a missing key does nothing instead of raising KeyError."""
+
+    def __delitem__(self, key: Any) -> None:
+        self.pop(key, None)
+
+
+class PopDefaultsToNone(dict[Any, Any]):
+    """pop() of a missing key returns None instead of raising KeyError."""
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        return super().pop(key, default)
+
+
+class NotAMutableMapping:
+    """Every method of a dict, but not a MutableMapping, nor registered as one."""
+
+    def __init__(self) -> None:
+        self.data: dict[Any, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.data, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.data[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self.data[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def __eq__(self, other: object) -> bool:
+        return self.data == other
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping is unhashable, like a dict
+
+
+class LengthCountsRecords(Wrapper):
+    """A log-structured store whose len() counts records: an overwrite adds one."""
+
+    def __init__(self, inner: MutableMapping[Any, Any]) -> None:
+        super().__init__(inner)
+        self.records: list[int] = []  # list.append is atomic, unlike += on a counter
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.records.append(1)
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.records.append(-1)
+
+    def __len__(self) -> int:
+        return sum(self.records)
+
+
+class IteratesInKeyOrder(Wrapper):
+    """Iterates in key order, as an index scan does, not in insertion order."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(sorted(self.inner, key=str))
+
+
+class MovesKeyOnOverwrite(dict[Any, Any]):
+    """An overwrite deletes and inserts again, as SQLite's INSERT OR REPLACE does."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.pop(key, None)
+        super().__setitem__(key, value)
+
+
+class StringifiesKeys(Wrapper):
+    """Keys are stored as text, as JSON objects store them."""
+
+    def store_key(self, key: Any) -> Any:
+        return str(key)
+
+
+class NoneDeletes(Wrapper):
+    """Writing None deletes the key, as in stores that cannot hold a null."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if value is None:
+            self.inner.pop(key, None)
+        else:
+            super().__setitem__(key, value)
+
+
+class ClearEmptiesOnlyACache(dict[Any, Any]):
+    """clear() empties a cache in front of the store, not the store."""
+
+    def clear(self) -> None:
+        pass
+
+
+class JsonValues(Wrapper):
+    """Values go through JSON: a tuple comes back a list, bytes cannot be written."""
+
+    def store_value(self, value: Any) -> Any:
+        return json.dumps(value)
+
+    def load_value(self, stored: Any) -> Any:
+        return json.loads(stored)
+
+
+class UnloadableError(Exception):
+    """Pickles, but does not load: unpickling calls ``__init__`` with one argument of two."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class CopiesOnRead(Wrapper):
+    """Holds the object written and copies it on each read: a later mutation shows, and an
+    unpicklable value goes in, to fail when read."""
+
+    def load_value(self, stored: Any) -> Any:
+        return pickle.loads(pickle.dumps(stored))
+
+
+class UncheckedPickles(Wrapper):
+    """Pickles values without checking that they load back, as shelve does."""
+
+    def store_value(self, value: Any) -> Any:
+        return pickle.dumps(value)
+
+    def load_value(self, stored: Any) -> Any:
+        return pickle.loads(stored)
+
+
+class CheckedPickles(UncheckedPickles):
+    """Correct: a mapping of copies, which refuses a value whose pickle does not load."""
+
+    def store_value(self, value: Any) -> Any:
+        stored = super().store_value(value)
+        self.load_value(stored)
+        return stored
+
+
+class CachesReads(CheckedPickles):
+    """Caches the value it read, and hands the same object to every later read."""
+
+    def __init__(self, inner: MutableMapping[Any, Any]) -> None:
+        super().__init__(inner)
+        self.cache: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if key not in self.cache:
+            self.cache[key] = super().__getitem__(key)
+        return self.cache[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.cache.pop(key, None)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.cache.pop(key, None)
+        super().__delitem__(key)
+
+
+class KeysByPickle(Wrapper):
+    """Looks keys up by their pickle: 1 and True are two keys, and any picklable key goes in."""
+
+    def store_key(self, key: Any) -> Any:
+        return pickle.dumps(key)
+
+    def load_key(self, stored: Any) -> Any:
+        return pickle.loads(stored)
+
+
+class ThreadConfined(Wrapper):
+    """Refuses calls from any thread but its creator's, as a default sqlite3 connection does."""
+
+    def __init__(self, inner: MutableMapping[Any, Any]) -> None:
+        super().__init__(inner)
+        self.owner = threading.get_ident()
+
+    def store_key(self, key: Any) -> Any:
+        if threading.get_ident() != self.owner:
+            raise RuntimeError("used from a thread other than the one that created it")
+        return key
+
+
+class OverDict(DictMappingImplementation):
+    """The reference's dict, given to a defective mapping."""
+
+    def __init__(self, defect: Callable[[], object]) -> None:
+        self.defect = defect
+
+    def create(self, scope: ck.FeatureScope) -> MappingAPI:
+        return cast("MappingAPI", self.defect())
+
+
+class OverDictClaimingCopies(OverDict):
+    """The same, claiming the copy cases too."""
+
+    coverage = mapping.feature.coverage()
+
+
+def over_dict(wrapper: Callable[[MutableMapping[Any, Any]], MappingAPI]) -> Callable[[], object]:
+    return lambda: wrapper({})
+
+
+DEFECTS = [
+    pytest.param(OverDict(over_dict(Wrapper)), set(), id="wrapper-without-defect"),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(CheckedPickles)),
+        set(),
+        id="checked-pickles-without-defect",
+    ),
+    pytest.param(
+        OverDict(ReadsMissingAsNone), {"missing_key_raises_key_error"}, id="reads-missing-as-none"
+    ),
+    pytest.param(
+        OverDict(DeleteIgnoresMissing),
+        {"delete_missing_raises_key_error"},
+        id="delete-ignores-missing",
+    ),
+    pytest.param(
+        OverDict(PopDefaultsToNone), {"pop_missing_raises_key_error"}, id="pop-defaults-to-none"
+    ),
+    pytest.param(OverDict(NotAMutableMapping), {"is_mutable_mapping"}, id="not-a-mutable-mapping"),
+    pytest.param(
+        OverDict(over_dict(LengthCountsRecords)),
+        {"overwrite_keeps_length", "key_equality_follows_python"},
+        id="length-counts-records",
+    ),
+    pytest.param(
+        OverDict(over_dict(IteratesInKeyOrder)),
+        {"iteration_follows_insertion_order"},
+        id="iterates-in-key-order",
+    ),
+    pytest.param(
+        OverDict(MovesKeyOnOverwrite), {"overwrite_keeps_position"}, id="moves-key-on-overwrite"
+    ),
+    pytest.param(
+        OverDict(over_dict(StringifiesKeys)),
+        {"non_str_keys_round_trip", "key_equality_follows_python"},
+        id="stringifies-keys",
+    ),
+    pytest.param(OverDict(over_dict(NoneDeletes)), {"none_value_round_trips"}, id="none-deletes"),
+    pytest.param(
+        OverDict(ClearEmptiesOnlyACache), {"clear_empties"}, id="clear-empties-only-a-cache"
+    ),
+    pytest.param(OverDict(over_dict(JsonValues)), {"read_your_writes"}, id="json-values"),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(CopiesOnRead)),
+        {"stored_value_is_a_copy", "errors_surface_at_the_failing_call"},
+        id="copies-on-read",
+    ),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(CachesReads)),
+        {"returned_value_is_a_copy"},
+        id="caches-reads",
+    ),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(UncheckedPickles)),
+        {"errors_surface_at_the_failing_call"},
+        id="unchecked-pickles",
+    ),
+    pytest.param(
+        OverDict(over_dict(KeysByPickle)),
+        {"key_equality_follows_python", "errors_surface_at_the_failing_call"},
+        id="keys-by-pickle",
+    ),
+    pytest.param(
+        OverDict(over_dict(ThreadConfined)), {"shared_handle_is_thread_safe"}, id="thread-confined"
+    ),
+]
+
+
+# --------------------------------------------------------------------------- tests
+
+
+class TestDefinition:
+    def test_case_names_match_the_literal(self) -> None:
+        """MappingCase lists exactly the feature's cases, in order."""
+        assert typing.get_args(MappingCase) == mapping.feature.cases
+        assert len(ALL_CASES) == 16
+
+    def test_feature_says_what_it_does_not_establish(self) -> None:
+        """The feature has a description and names what passing it does not prove."""
+        assert "MutableMapping" in mapping.feature.description
+        assert "Durability" in mapping.feature.does_not_establish
+
+    def test_implementations_holds_one_of_each(self) -> None:
+        """`implementations` holds one instance of each bundled implementation."""
+        assert [type(each) for each in mapping.implementations] == [
+            DictMappingImplementation,
+            ShelveMappingImplementation,
+            SqliteMappingImplementation,
+        ]
+
+
+class TestBundledImplementations:
+    @pytest.mark.anyio
+    async def test_dict_passes_all_but_the_copy_cases(self) -> None:
+        """A dict passes every case but the two copy cases, which it declares unsupported."""
+        report = await ck.run_contract(DictMappingImplementation(), mapping.suite)
+        ck.assert_contract(report)
+        assert with_status(report, ck.CaseStatus.UNSUPPORTED) == COPY_CASES
+        assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - COPY_CASES
+
+    @pytest.mark.anyio
+    async def test_shelve_passes_all_but_its_declared_gaps(self) -> None:
+        """A shelf passes every case but the four it declares unsupported."""
+        report = await ck.run_contract(ShelveMappingImplementation(), mapping.suite)
+        ck.assert_contract(report)
+        assert with_status(report, ck.CaseStatus.UNSUPPORTED) == SHELVE_GAPS
+        assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - SHELVE_GAPS
+
+    @pytest.mark.anyio
+    async def test_sqlite_passes_everything(self) -> None:
+        """A SqliteMapping passes every case."""
+        report = await ck.run_contract(SqliteMappingImplementation(), mapping.suite)
+        ck.assert_contract(report, require_full=True)
+
+    @pytest.mark.anyio
+    async def test_sqlite_with_a_path_uses_a_table_per_case(self, tmp_path: Path) -> None:
+        """Given a database file, each case gets a table of its own, dropped afterwards."""
+        database = tmp_path / "shared.sqlite3"
+        report = await ck.run_contract(SqliteMappingImplementation(database), mapping.suite)
+        ck.assert_contract(report, require_full=True)
+        with closing(sqlite3.connect(database)) as connection:
+            tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            assert [name for (name,) in tables] == ["sqlite_sequence"]
+
+    @pytest.mark.anyio
+    async def test_declared_gaps_are_real(self) -> None:
+        """Probed, the cases declared unsupported fail: no declaration is stale."""
+        for implementation in (DictMappingImplementation(), ShelveMappingImplementation()):
+            report = await ck.run_contract(implementation, mapping.suite, probe_unsupported=True)
+            stale = {result.case_id for result in report.results if result.stale}
+            # Threads corrupt a shelf's values on nearly every run, but not provably every one.
+            assert stale <= {"shared_handle_is_thread_safe"}, implementation
+
+    @pytest.mark.anyio
+    async def test_no_case_is_vacuous(self) -> None:
+        """Through a recording proxy every case calls the mapping; only isinstance() tells."""
+        report = await ck.run_contract(
+            SqliteMappingImplementation(), mapping.suite, reject_vacuous=True
+        )
+        # The proxy is not a MutableMapping: the one case that checks the type says so.
+        assert failed(report) == {"is_mutable_mapping"}
+        assert "got a RecordingSqliteMapping" in (report["is_mutable_mapping"].reason or "")
+        assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - {"is_mutable_mapping"}
+
+
+class TestDefects:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("implementation", "expected"), DEFECTS)
+    async def test_each_defect_fails_exactly_its_cases(
+        self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
+    ) -> None:
+        """Each broken mapping fails exactly the cases its defect breaks; the rest pass."""
+        report = await ck.run_contract(implementation, mapping.suite)
+        assert failed(report) == expected, report
+        declared = {
+            case
+            for case, coverage in implementation.coverage.items()
+            if isinstance(coverage, ck.Unsupported)
+        }
+        assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - expected - declared
+
+    def test_every_case_catches_some_defect(self) -> None:
+        """Each case fails for at least one of the broken mappings above."""
+        caught: set[str] = set()
+        for param in DEFECTS:
+            caught |= cast("set[str]", param.values[1])
+        assert caught == ALL_CASES
+
+    def test_failures_say_what_was_expected_and_what_happened(self) -> None:
+        """A failed case's reason names the expectation and the observed behaviour."""
+        report = ck.run_contract_sync(OverDict(MovesKeyOnOverwrite), mapping.suite)
+        assert "expected the keys to keep their places, ['a', 'b', 'c'], got ['c', 'a', 'b']" in (
+            report["overwrite_keeps_position"].reason or ""
+        )
+        report = ck.run_contract_sync(
+            OverDictClaimingCopies(over_dict(UncheckedPickles)), mapping.suite
+        )
+        reason = report["errors_surface_at_the_failing_call"].reason or ""
+        assert "a value that pickles but cannot be unpickled" in reason
+        assert "must raise at the write" in reason
+
+
+class TestSqliteMapping:
+    def test_keys_follow_python_equality(self, tmp_path: Path) -> None:
+        """Equal keys of different types are one key; the key first written is kept."""
+        with SqliteMapping(tmp_path / "db") as store:
+            store[1] = "one"
+            store[True] = "true"
+            store[1.0] = "float"
+            store[frozenset({1, 2})] = "set"
+            store[frozenset({2, True})] = "same set"
+            store[(0.0, "a")] = "tuple"
+            store[(-0.0, "a")] = "same tuple"
+            assert list(store.items()) == [
+                (1, "float"), (frozenset({1, 2}), "same set"), ((0.0, "a"), "same tuple"),
+            ]  # fmt: skip
+            assert type(next(iter(store))) is int
+
+    def test_unsupported_keys_raise_at_the_write(self, tmp_path: Path) -> None:
+        """A key SqliteMapping cannot hold raises at once and leaves nothing behind."""
+        with SqliteMapping(tmp_path / "db") as store:
+            with pytest.raises(TypeError, match="cannot hold the key .* of type object"):
+                store[object()] = "value"
+            with pytest.raises(TypeError, match="of type list"):
+                store[("tuple", ["list"])] = "value"
+            with pytest.raises(ValueError, match="NaN is not equal to itself"):
+                store[float("nan")] = "value"
+            assert len(store) == 0
+
+    def test_values_that_cannot_load_raise_at_the_write(self, tmp_path: Path) -> None:
+        """A value whose pickle does not load raises TypeError at the write, chained."""
+        with SqliteMapping(tmp_path / "db") as store:
+            with pytest.raises(TypeError, match="it pickles, but loading the pickle raises"):
+                store["key"] = UnloadableError(1, "message")
+            assert "key" not in store
+
+    def test_iteration_pages_and_tolerates_changes(self, tmp_path: Path) -> None:
+        """Iteration reads page by page, in insertion order; a change meanwhile never fails it."""
+        with SqliteMapping(tmp_path / "db") as store:
+            for number in range(600):
+                store[number] = number
+            seen = []
+            for key in store:
+                seen.append(key)
+                if key == 0:  # changes to keys on pages not read yet are seen
+                    del store[400]
+                    store[600] = 600
+            assert seen == [*range(400), *range(401, 601)]
+
+    def test_popitem_and_setdefault_are_dict_like(self, tmp_path: Path) -> None:
+        """popitem() removes the last key written; setdefault() stores only when absent."""
+        with SqliteMapping(tmp_path / "db") as store:
+            store["a"] = 1
+            assert store.setdefault("b", [2]) == [2]
+            assert store.setdefault("a", 9) == 1
+            assert store.popitem() == ("b", [2])
+            assert store.popitem() == ("a", 1)
+            with pytest.raises(KeyError, match="empty"):
+                store.popitem()
+
+    def test_tables_are_independent_and_reopen(self, tmp_path: Path) -> None:
+        """Two tables of one file hold two mappings; a reopened one reads what was written."""
+        with SqliteMapping(tmp_path / "db", table="a") as first:
+            first["key"] = "in a"
+        with SqliteMapping(tmp_path / "db", table="b") as second:
+            assert len(second) == 0
+        with SqliteMapping(tmp_path / "db", table="a") as first:
+            assert dict(first) == {"key": "in a"}
+            assert repr(first) == f"<SqliteMapping {str(tmp_path / 'db')!r} table 'a'>"
+
+    def test_closed_mapping_refuses_operations(self, tmp_path: Path) -> None:
+        """After close() (twice is harmless), an operation raises sqlite3.ProgrammingError."""
+        store = SqliteMapping(tmp_path / "db")
+        store.close()
+        store.close()
+        with pytest.raises(sqlite3.ProgrammingError):
+            store["key"] = "value"
+
+    def test_table_must_be_an_identifier(self, tmp_path: Path) -> None:
+        """A table name that is not a plain identifier is refused before anything opens."""
+        with pytest.raises(ValueError, match="plain SQL identifier"):
+            SqliteMapping(tmp_path / "db", table='x"; DROP TABLE y; --')
+        assert not (tmp_path / "db").exists()
