@@ -466,6 +466,30 @@ class TestFailureLocalisation:
         assert "check_read" in text
         assert PACKAGE_DIR not in text
 
+    @pytest.mark.anyio
+    async def test_a_bundled_profile_case_is_located_in_its_own_frame(self) -> None:
+        """A bundled profile's case lives in the package too, and still heads its traceback."""
+        from conformkit.profiles import mapping
+
+        class Forgetful(dict[object, object]):
+            def __setitem__(self, key: object, value: object) -> None:
+                pass  # loses every write
+
+        class ForgetfulMapping(ck.FeatureImplementation[mapping.MappingAPI, mapping.MappingCase]):
+            feature = mapping.feature
+            coverage = mapping.feature.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> mapping.MappingAPI:
+                return Forgetful()
+
+        report = await ck.run_contract(ForgetfulMapping(), mapping.suite)
+        result = report["read_your_writes"]
+        assert result.status is FAILED
+        assert result.error is not None and result.error.__traceback__ is not None
+        frame = result.error.__traceback__.tb_frame
+        assert frame.f_code.co_filename == mapping.__file__
+        assert f"(at mapping.py:{result.error.__traceback__.tb_lineno} in " in (result.reason or "")
+
 
 class TestInterrupts:
     """KeyboardInterrupt and SystemExit stop the run, bare, once cleanups ran."""
