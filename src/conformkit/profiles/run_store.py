@@ -1,0 +1,985 @@
+"""
+A workflow run store: versioned run records with optimistic concurrency, and step claims.
+
+Passing this profile establishes, for one implementation in one process:
+
+- a new run reads back at version 1, with its params and the initial values of
+  the other fields, under a run ID no other run has;
+- every field the store declares in ``persisted_fields`` reads back exactly as
+  written, by :func:`conformkit.laws.strictly_equal` (the same types all the way
+  down), and does not change when the caller changes its own objects afterwards;
+  a value that JSON cannot hold is refused or kept exactly, never mangled;
+- an update at the current version applies its changes and bumps the version by
+  one; an update at any other version raises :exc:`StaleVersion` and changes
+  nothing, also when several updates race for the same version;
+- a change the store cannot make (``params``, a field it does not persist) is
+  refused with :exc:`ValueError` and changes nothing;
+- of several concurrent claims of one step of one run, exactly one wins and the
+  others raise :exc:`AlreadyClaimed`; claims of other steps and other runs are
+  independent; an unknown run raises :exc:`UnknownRun` everywhere.
+
+It does not establish cross-host safety. The races run in one process: for
+:class:`SqliteRunStore` they do contend for real, on separate connections in
+separate threads against one database file, but nothing here shows what
+happens when several hosts share a database (SQLite's locking is unreliable over
+network file systems, and its WAL mode does not work there at all). Nor does it
+establish durability across crashes or power loss, that a claim is ever released
+or expires (claims here are forever), fairness among contenders, or performance.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import json
+import math
+import os
+import shutil
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Awaitable, Iterator, Mapping
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol, cast, final
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
+from .._feature import Feature
+from .._implementation import FeatureImplementation
+from .._scope import FeatureScope
+from .._suite import ContractSuite
+from ..laws import race, round_trip_async, strictly_equal
+
+__all__ = [
+    "CONTENDERS",
+    "FIELDS",
+    "AlreadyClaimed",
+    "MemoryRunStore",
+    "MemoryRunStoreImplementation",
+    "Run",
+    "RunStore",
+    "RunStoreCase",
+    "RunStoreError",
+    "SqliteRunStore",
+    "SqliteRunStoreImplementation",
+    "StaleVersion",
+    "UnknownRun",
+    "feature",
+    "implementations",
+    "suite",
+]
+
+FIELDS: Final = ("params", "status", "result", "error", "labels", "history")
+"""
+The fields a run may have, the parameters of the ``fidelity`` family.
+
+By convention ``params`` is a dict of the run's inputs, ``status`` a str,
+``result`` any JSON value, ``error`` a str or ``None``, ``labels`` a dict of str to
+str and ``history`` a list; stores need not enforce these types. Every value is
+JSON-native: ``None``, ``bool``, ``int``, a finite ``float``, ``str``, ``list``, or
+``dict`` with ``str`` keys, nested, of exactly those types.
+"""
+
+# What a new run holds in each field but params; a store gives each run its own copy.
+_INITIAL: Final[Mapping[str, object]] = {
+    "status": "pending",
+    "result": None,
+    "error": None,
+    "labels": {},
+    "history": [],
+}
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class RunStoreError(Exception):
+    """Base class of the errors a run store raises for a run or a claim."""
+
+
+class UnknownRun(RunStoreError, LookupError):
+    """No run has this ID: it was never created (or was deleted)."""
+
+
+class StaleVersion(RunStoreError):
+    """An update named a version that is not the run's current one; nothing was changed."""
+
+
+class AlreadyClaimed(RunStoreError):
+    """The step of the run is already claimed: somebody else owns it."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Run:
+    """
+    A snapshot of one run, as the store held it when it was read.
+
+    Each snapshot is the caller's own: changing its ``fields`` changes nothing in
+    the store, and the store's later changes do not show in it.
+
+    :ivar run_id: the ID that ``create`` returned.
+    :ivar version: 1 when the run is created, one more after each successful update.
+    :ivar fields: the run's fields by name, exactly the store's ``persisted_fields``.
+    """
+
+    run_id: str
+    version: int
+    fields: Mapping[str, object]
+
+
+class RunStore(Protocol):
+    """
+    A store of workflow runs: versioned records with optimistic concurrency, and step claims.
+
+    Field values are JSON-native (see :data:`FIELDS`). A value that is not is
+    refused with :exc:`TypeError` or :exc:`ValueError`, or kept exactly; it is never
+    silently changed.
+    """
+
+    @property
+    def persisted_fields(self) -> frozenset[str]:
+        """The fields of :data:`FIELDS` that this store keeps; every run has exactly these."""
+        ...
+
+    async def create(self, params: Mapping[str, object]) -> str:
+        """
+        Create a run at version 1 and return its new, unique ID.
+
+        The run holds ``params`` (as a dict) and, in its other fields, the initial
+        values: ``status`` ``"pending"``, ``result`` and ``error`` ``None``,
+        ``labels`` ``{}`` and ``history`` ``[]``.
+
+        :raises TypeError: for params that are not a mapping of JSON values (or
+            the store keeps them exactly instead).
+        """
+        ...
+
+    async def get(self, run_id: str) -> Run:
+        """
+        Return a snapshot of the run.
+
+        :raises UnknownRun: if no run has this ID.
+        """
+        ...
+
+    async def update(
+        self, run_id: str, changes: Mapping[str, object], *, expected_version: int
+    ) -> Run:
+        """
+        Set the fields in ``changes`` and bump the version, if the run is at ``expected_version``.
+
+        Fields not named keep their values. Checking the version and writing the
+        changes happen as one step: of several updates at the same version, one
+        succeeds and the others raise :exc:`StaleVersion`.
+
+        :returns: a snapshot of the run after the update.
+        :raises UnknownRun: if no run has this ID.
+        :raises StaleVersion: if the run is not at ``expected_version``; nothing changed.
+        :raises ValueError: if ``changes`` names ``params`` (fixed at creation) or a
+            field the store does not persist; nothing changed.
+        :raises TypeError: for a value that is not JSON-native (or the store keeps it
+            exactly instead); nothing changed.
+        """
+        ...
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        """
+        Claim the step of the run for the caller; each step of each run is claimed once.
+
+        :raises UnknownRun: if no run has this ID.
+        :raises AlreadyClaimed: if the step of this run is claimed already.
+        """
+        ...
+
+
+# --------------------------------------------------------------------------- the feature
+
+RunStoreCase = Literal[
+    "create_then_get",
+    "unknown_run",
+    "update_bumps_version",
+    "stale_update_rejected",
+    "concurrent_updates_single_winner",
+    "invalid_change_rejected",
+    "claim_single_owner",
+    "claims_are_per_step",
+    "fidelity",
+]
+
+feature = Feature[RunStore, RunStoreCase](
+    "conformkit.profiles.run_store",
+    cases=(
+        "create_then_get",
+        "unknown_run",
+        "update_bumps_version",
+        "stale_update_rejected",
+        "concurrent_updates_single_winner",
+        "invalid_change_rejected",
+        "claim_single_owner",
+        "claims_are_per_step",
+    ),
+    families={"fidelity": FIELDS},
+    description=(
+        "A workflow run store: runs read back as written, field by field; updates are "
+        "compare-and-set on a version; each step of a run is claimed by exactly one caller."
+    ),
+    does_not_establish=(
+        "Cross-host safety: the races run in one process (for SQLite, on separate "
+        "connections and threads against one file), which says nothing about several "
+        "hosts sharing a database. Nor durability across crashes, claim expiry or "
+        "release, fairness among contenders, or performance."
+    ),
+)
+
+suite = ContractSuite(feature)
+
+CONTENDERS: Final = 8
+"""How many calls each race starts at once."""
+
+_NO_SUCH_RUN: Final = "no-such-run"
+
+
+def _updatable(api: RunStore) -> list[str]:
+    """The persisted fields an update may change, in :data:`FIELDS` order."""
+    persisted = api.persisted_fields
+    return [name for name in FIELDS if name != "params" and name in persisted]
+
+
+def _change(name: str, index: int) -> object:
+    """A value of field ``name`` that differs for each ``index``."""
+    values: dict[str, object] = {
+        "status": f"running-{index}",
+        "result": {"writer": index},
+        "error": f"writer {index} failed",
+        "labels": {"writer": str(index)},
+        "history": [{"writer": index}],
+    }
+    return values[name]
+
+
+def _field(run: Run, name: str) -> object:
+    if name not in run.fields:
+        raise AssertionError(
+            f"expected run {run.run_id!r} to have field {name!r}, but it has only "
+            f"{sorted(run.fields)!r}"
+        )
+    return run.fields[name]
+
+
+def _check_same(expected: Run, got: Run, what: str) -> None:
+    if got.version != expected.version or not strictly_equal(
+        dict(expected.fields), dict(got.fields)
+    ):
+        raise AssertionError(
+            f"{what}: expected version {expected.version} with {dict(expected.fields)!r}, "
+            f"got version {got.version!r} with {dict(got.fields)!r}"
+        )
+
+
+async def _expect(error: type[Exception], what: str, call: Awaitable[object]) -> None:
+    """Await ``call``; fail unless it raises ``error``."""
+    try:
+        result = await call
+    except error:
+        return
+    except Exception as exc:
+        raise AssertionError(
+            f"expected {what} to raise {error.__name__}, but it raised {exc!r}"
+        ) from exc
+    raise AssertionError(f"expected {what} to raise {error.__name__}, but it returned {result!r}")
+
+
+@suite.case
+async def create_then_get(api: RunStore) -> None:
+    persisted = api.persisted_fields
+    unknown = sorted(set(persisted) - set(FIELDS))
+    if unknown:
+        raise AssertionError(
+            f"expected persisted_fields to be among {FIELDS!r}, but it also names {unknown!r}"
+        )
+    params: dict[str, object] = {"input": "s3://bucket/key", "retries": 3}
+    first = await api.create(copy.deepcopy(params))
+    second = await api.create({"input": "other"})
+    if not isinstance(first, str) or not isinstance(second, str):
+        raise AssertionError(f"expected create to return str run IDs, got {first!r}, {second!r}")
+    if first == second:
+        raise AssertionError(
+            f"expected two creates to return distinct run IDs, got {first!r} twice"
+        )
+    run = await api.get(first)
+    if run.run_id != first:
+        raise AssertionError(f"expected get({first!r}) to return that run, got {run.run_id!r}")
+    if run.version != 1:
+        raise AssertionError(f"expected a new run at version 1, got version {run.version!r}")
+    if set(run.fields) != set(persisted):
+        raise AssertionError(
+            f"expected a run's fields to be exactly the persisted_fields {sorted(persisted)!r}, "
+            f"got {sorted(run.fields)!r}"
+        )
+    initial = {"params": params, **_INITIAL}
+    expected = {name: value for name, value in initial.items() if name in persisted}
+    if not strictly_equal(expected, dict(run.fields)):
+        raise AssertionError(f"expected a new run to hold {expected!r}, got {dict(run.fields)!r}")
+    other = await api.get(second)
+    if other.run_id != second or (
+        "params" in persisted and not strictly_equal(other.fields.get("params"), {"input": "other"})
+    ):
+        raise AssertionError(
+            f"expected get({second!r}) to return the second run with its own params, got {other!r}"
+        )
+
+
+@suite.case
+async def unknown_run(api: RunStore) -> None:
+    await _expect(UnknownRun, f"get({_NO_SUCH_RUN!r})", api.get(_NO_SUCH_RUN))
+    await _expect(
+        UnknownRun,
+        f"update({_NO_SUCH_RUN!r}, {{}}, expected_version=1)",
+        api.update(_NO_SUCH_RUN, {}, expected_version=1),
+    )
+    await _expect(
+        UnknownRun,
+        f"claim_step({_NO_SUCH_RUN!r}, 'extract')",
+        api.claim_step(_NO_SUCH_RUN, "extract"),
+    )
+
+
+@suite.case
+async def update_bumps_version(api: RunStore) -> None:
+    run_id = await api.create({"input": "a"})
+    before = await api.get(run_id)
+    updatable = _updatable(api)
+    for index in (1, 2):
+        changes = {name: _change(name, index) for name in updatable[:1]}
+        updated = await api.update(run_id, copy.deepcopy(changes), expected_version=before.version)
+        expected = Run(run_id, before.version + 1, {**before.fields, **changes})
+        if updated.run_id != run_id:
+            raise AssertionError(
+                f"expected update({run_id!r}, ...) to return that run, got {updated.run_id!r}"
+            )
+        _check_same(
+            expected, updated, f"update({run_id!r}, {changes!r}) at the current version returned"
+        )
+        _check_same(expected, await api.get(run_id), f"after update({run_id!r}, {changes!r}) get")
+        before = updated
+
+
+@suite.case
+async def stale_update_rejected(api: RunStore) -> None:
+    run_id = await api.create({"input": "a"})
+    start = await api.get(run_id)
+    names = _updatable(api)[:1]
+    await api.update(
+        run_id, {name: _change(name, 1) for name in names}, expected_version=start.version
+    )
+    updated = await api.get(run_id)
+    for stale in (start.version, updated.version + 1):
+        changes = {name: _change(name, 2) for name in names}
+        await _expect(
+            StaleVersion,
+            f"update({run_id!r}, {changes!r}, expected_version={stale}) of a run at version "
+            f"{updated.version}",
+            api.update(run_id, changes, expected_version=stale),
+        )
+        _check_same(updated, await api.get(run_id), "after an update rejected as stale, get")
+
+
+@suite.case
+async def concurrent_updates_single_winner(api: RunStore) -> None:
+    run_id = await api.create({"input": "a"})
+    start = await api.get(run_id)
+    names = _updatable(api)[:1]
+
+    def changes(index: int) -> dict[str, object]:
+        return {name: _change(name, index) for name in names}
+
+    outcomes = await race(
+        CONTENDERS,
+        lambda index: api.update(run_id, changes(index), expected_version=start.version),
+    )
+    winner = outcomes.exactly_one_wins(StaleVersion)
+    expected = Run(run_id, start.version + 1, {**start.fields, **changes(winner.index)})
+    _check_same(
+        expected,
+        await api.get(run_id),
+        f"after {CONTENDERS} updates raced at version {start.version} and call "
+        f"{winner.index} won, get",
+    )
+
+
+@suite.case
+async def invalid_change_rejected(api: RunStore) -> None:
+    run_id = await api.create({"input": "a"})
+    before = await api.get(run_id)
+    persisted = api.persisted_fields
+    refused = ["params", *(name for name in FIELDS if name not in persisted), "no_such_field"]
+    attempts: list[dict[str, object]] = [{name: {"changed": True}} for name in refused]
+    updatable = _updatable(api)
+    if updatable:  # a valid change next to an invalid one is not half applied
+        attempts.append({updatable[0]: _change(updatable[0], 1), "no_such_field": True})
+    for changes in attempts:
+        await _expect(
+            ValueError,
+            f"update({run_id!r}, {changes!r}) of a store persisting {sorted(persisted)!r}",
+            api.update(run_id, changes, expected_version=before.version),
+        )
+        _check_same(before, await api.get(run_id), f"after the refused update {changes!r}, get")
+
+
+@suite.case
+async def claim_single_owner(api: RunStore) -> None:
+    run_id = await api.create({"input": "a"})
+    outcomes = await race(CONTENDERS, lambda index: api.claim_step(run_id, "extract"))
+    outcomes.exactly_one_wins(AlreadyClaimed)
+    await _expect(
+        AlreadyClaimed,
+        f"a later claim_step({run_id!r}, 'extract')",
+        api.claim_step(run_id, "extract"),
+    )
+
+
+@suite.case
+async def claims_are_per_step(api: RunStore) -> None:
+    first = await api.create({"input": "a"})
+    second = await api.create({"input": "b"})
+    for run_id, step in ((first, "extract"), (first, "load"), (second, "extract")):
+        try:
+            await api.claim_step(run_id, step)
+        except AlreadyClaimed as exc:
+            raise AssertionError(
+                f"expected claim_step({run_id!r}, {step!r}) to succeed: only other steps or "
+                f"other runs were claimed before; it raised {exc!r}"
+            ) from exc
+
+
+# Values of each field that a store must give back exactly: unicode and NUL, int
+# against float, big ints, float edges, empty containers, nesting, None after a value.
+_TEXT: Final = "naïve café ☃ 𝄞 \x00 tab\t newline\n trailing space "
+_SAMPLES: Final[Mapping[str, tuple[object, ...]]] = {
+    "params": (
+        {
+            "input": "s3://bucket/key",
+            "retries": 3,
+            "ratio": 0.1,
+            "threshold": 1.0,
+            "big": 2**70,
+            "negative_zero": -0.0,
+            "tiny": 5e-324,
+            "huge": 1.7976931348623157e308,
+            "flag": True,
+            "off": False,
+            "missing": None,
+            "text": _TEXT,
+            "nested": {"items": [1, "1", 1.0, True, None, [], {}]},
+            "": "an empty key",
+        },
+        {},
+    ),
+    "status": ("running", _TEXT, "", "pending"),
+    "result": (
+        {"rows": 12, "mean": 2.5, "items": [1, 2.0, "3", None, False, [[]]]},
+        [],
+        0,
+        1.0,
+        -(2**64),
+        "done",
+        True,
+        None,
+    ),
+    "error": ("ValueError: bad input\n  in step 'load'", _TEXT, "", None),
+    "labels": ({"team": "data", "env": "prod", "ünïcødé": "✓", "empty": ""}, {}),
+    "history": (
+        [
+            {"step": "extract", "at": 1700000000.125, "attempt": 1},
+            {"step": "load", "at": 1700000001, "attempt": 2, "error": None},
+        ],
+        [],
+    ),
+}
+# Values JSON cannot hold: a store refuses each, or keeps it exactly.
+_FOREIGN: Final = (
+    {"point": (1, 2)},
+    {"by_number": {1: "one"}},
+    {"raw": b"\x00\xff"},
+)
+_MARK: Final = "conformkit-changed-by-the-caller"
+
+
+def _change_in_place(value: object) -> None:
+    if isinstance(value, dict):
+        value[_MARK] = True
+    elif isinstance(value, list):
+        value.append(_MARK)
+
+
+@suite.family
+async def fidelity(api: RunStore, name: str) -> None:
+    if name not in api.persisted_fields:
+        raise AssertionError(
+            f"the implementation claims fidelity[{name}], but the store's persisted_fields "
+            f"{sorted(api.persisted_fields)!r} leave {name!r} out"
+        )
+    run_id = ""
+
+    async def write(value: object) -> str:
+        nonlocal run_id
+        if name == "params":
+            run_id = await api.create(cast("Mapping[str, object]", value))
+        else:
+            current = await api.get(run_id)
+            await api.update(run_id, {name: value}, expected_version=current.version)
+        return run_id
+
+    async def read(run_id: str) -> object:
+        return _field(await api.get(run_id), name)
+
+    write.__qualname__ = "create" if name == "params" else "update"
+    read.__qualname__ = "get"
+
+    if name != "params":
+        run_id = await api.create({"input": "a"})
+    for sample in _SAMPLES[name]:
+        written = copy.deepcopy(sample)
+        got = await round_trip_async(write, read, written)
+        _change_in_place(written)
+        _change_in_place(got)
+        again = await read(run_id)
+        if not strictly_equal(sample, again):
+            raise AssertionError(
+                f"expected {name!r} to stay {sample!r} when the caller changed its own objects "
+                f"(the value written, the value read back), but the store now holds {again!r}; "
+                f"a store copies what it is given and what it gives"
+            )
+    for foreign in _FOREIGN:
+        before = None if name == "params" else await api.get(run_id)
+        try:
+            await write(copy.deepcopy(foreign))
+        except (TypeError, ValueError):
+            if before is not None:
+                _check_same(
+                    before, await api.get(run_id), f"after refusing {name}={foreign!r}, get"
+                )
+            continue
+        got = await read(run_id)
+        if not strictly_equal(foreign, got):
+            raise AssertionError(
+                f"expected {name}={foreign!r}, which JSON cannot hold, to be refused with "
+                f"TypeError or ValueError or kept exactly; the store took it and gave back {got!r}"
+            )
+
+
+# --------------------------------------------------------------------------- value checks
+
+
+def _check_json(
+    name: str, value: object, path: str = "", active: frozenset[int] = frozenset()
+) -> None:
+    """Raise TypeError (ValueError for NaN, an infinity or a cycle) unless ``value`` is JSON."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is str:
+        return
+    where = f"{name}{path}"
+    if isinstance(value, float) and kind is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is {value!r}, which JSON cannot hold; use None or a string")
+        return
+    if id(value) in active:
+        raise ValueError(f"{where} contains itself, which JSON cannot hold")
+    inside = active | {id(value)}
+    if isinstance(value, list) and kind is list:
+        for index, item in enumerate(value):
+            _check_json(name, item, f"{path}[{index}]", inside)
+        return
+    if isinstance(value, dict) and kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise TypeError(
+                    f"{where} has the key {key!r} of type {type(key).__name__}; JSON keys are str"
+                )
+            _check_json(name, item, f"{path}[{key!r}]", inside)
+        return
+    raise TypeError(
+        f"{where} is a {kind.__qualname__}, {value!r}, which JSON cannot hold; a run store "
+        f"keeps None, bool, int, float, str, list and dict with str keys"
+    )
+
+
+def _checked_params(params: Mapping[str, object]) -> dict[str, object]:
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a mapping of str to JSON values, got {params!r}")
+    copied = dict(params)
+    _check_json("params", copied)
+    return copy.deepcopy(copied)
+
+
+def _checked_changes(persisted: frozenset[str], changes: Mapping[str, object]) -> dict[str, object]:
+    if not isinstance(changes, Mapping):
+        raise TypeError(f"changes must be a mapping of field name to value, got {changes!r}")
+    for name, value in changes.items():
+        if name == "params":
+            raise ValueError(
+                "a run's params are fixed when it is created; update cannot change them"
+            )
+        if name not in persisted:
+            raise ValueError(
+                f"update cannot set {name!r}: this store persists only {sorted(persisted)!r}"
+            )
+        _check_json(name, value)
+    return copy.deepcopy(dict(changes))
+
+
+# --------------------------------------------------------------------------- in memory
+
+
+@dataclass(slots=True)
+class _Stored:
+    version: int
+    fields: dict[str, object]
+
+
+@final
+class MemoryRunStore:
+    """
+    The reference implementation: runs and claims in dicts, in one event loop.
+
+    Each operation yields to the event loop once, first, and then does all its
+    work without awaiting, so checking and setting are one step. Values are
+    checked as :class:`SqliteRunStore` checks them and copied in and out.
+    Not safe to share between threads.
+    """
+
+    persisted_fields: Final = frozenset(FIELDS)
+    """Every field of :data:`FIELDS`."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Stored] = {}
+        self._claims: set[tuple[str, str]] = set()
+        self._numbers = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"<MemoryRunStore of {len(self._runs)} run(s)>"
+
+    def _stored(self, run_id: str) -> _Stored:
+        try:
+            return self._runs[run_id]
+        except KeyError:
+            raise UnknownRun(f"no run has the ID {run_id!r}") from None
+
+    def _snapshot(self, run_id: str) -> Run:
+        stored = self._stored(run_id)
+        return Run(run_id, stored.version, copy.deepcopy(stored.fields))
+
+    async def create(self, params: Mapping[str, object]) -> str:
+        """Create a run at version 1; see :meth:`RunStore.create`."""
+        await anyio.lowlevel.checkpoint()
+        fields = {"params": _checked_params(params), **copy.deepcopy(dict(_INITIAL))}
+        run_id = f"run-{next(self._numbers)}"
+        self._runs[run_id] = _Stored(1, fields)
+        return run_id
+
+    async def get(self, run_id: str) -> Run:
+        """Return a snapshot of the run; see :meth:`RunStore.get`."""
+        await anyio.lowlevel.checkpoint()
+        return self._snapshot(run_id)
+
+    async def update(
+        self, run_id: str, changes: Mapping[str, object], *, expected_version: int
+    ) -> Run:
+        """Compare the version and set the changes, as one step; see :meth:`RunStore.update`."""
+        await anyio.lowlevel.checkpoint()
+        stored = self._stored(run_id)
+        checked = _checked_changes(self.persisted_fields, changes)
+        if stored.version != expected_version:
+            raise StaleVersion(
+                f"run {run_id!r} is at version {stored.version}, not {expected_version!r}"
+            )
+        stored.fields.update(checked)
+        stored.version += 1
+        return self._snapshot(run_id)
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        """Claim the step, as one step; see :meth:`RunStore.claim_step`."""
+        await anyio.lowlevel.checkpoint()
+        self._stored(run_id)
+        if (run_id, step) in self._claims:
+            raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
+        self._claims.add((run_id, step))
+
+
+# --------------------------------------------------------------------------- SQLite
+
+_RUNS: Final = "run_store_runs"
+_CLAIMS: Final = "run_store_step_claims"
+_SCHEMA: Final = (
+    f"CREATE TABLE IF NOT EXISTS {_RUNS} ("
+    "run_id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL, "
+    + ", ".join(f"{name} TEXT NOT NULL" for name in FIELDS)
+    + ")",
+    f"CREATE TABLE IF NOT EXISTS {_CLAIMS} ("
+    "run_id TEXT NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID",
+)
+
+
+def _encode(value: object) -> str:
+    # ASCII-only JSON: any str, even one SQLite could not store as UTF-8 text, survives.
+    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+@contextmanager
+def _immediate(connection: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction that takes the database's write lock when it begins."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+@final
+class SqliteRunStore:
+    """
+    A run store in a SQLite database file, through the standard library's :mod:`sqlite3`.
+
+    Every operation runs in a worker thread (:func:`anyio.to_thread.run_sync`) on a
+    connection of its own, opened and closed for it, so the event loop never waits
+    for the database and concurrent operations contend in the database itself:
+    updates are a compare-and-set inside a ``BEGIN IMMEDIATE`` transaction, and a
+    claim is a row whose primary key is the run and the step. Locks are SQLite's,
+    with a busy timeout; there is no lock in Python. Safe to share between tasks
+    and threads, and between processes on one host.
+
+    Each field is a column of JSON text; values that JSON cannot hold exactly are
+    refused with :exc:`TypeError` (or :exc:`ValueError` for NaN and infinities).
+
+    Call :meth:`create_schema` once before use::
+
+        store = SqliteRunStore("runs.sqlite3")
+        await store.create_schema()
+        run_id = await store.create({"input": "s3://bucket/key"})
+
+    :param path: the database file; created if absent.
+    :param namespace: a prefix for the IDs of the runs this store creates, so that
+        :meth:`delete_namespace` can delete them; runs of other namespaces in the
+        same file stay readable.
+    :param busy_timeout: seconds an operation waits for another connection's lock
+        before it fails with :exc:`sqlite3.OperationalError`.
+    """
+
+    persisted_fields: Final = frozenset(FIELDS)
+    """Every field of :data:`FIELDS`."""
+
+    __slots__ = ("_busy_timeout", "_namespace", "_path")
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, namespace: str = "", busy_timeout: float = 10.0
+    ) -> None:
+        self._path = os.fspath(path)
+        self._namespace = namespace
+        self._busy_timeout = busy_timeout
+
+    def __repr__(self) -> str:
+        namespace = f", namespace={self._namespace!r}" if self._namespace else ""
+        return f"SqliteRunStore({self._path!r}{namespace})"
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    @property
+    def namespace(self) -> str:
+        """The prefix of the IDs of the runs this store creates."""
+        return self._namespace
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: no implicit transactions; each write says BEGIN IMMEDIATE.
+        return sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
+
+    async def create_schema(self) -> None:
+        """Create the tables if they do not exist, and put the database in WAL mode."""
+
+        def in_thread() -> None:
+            with closing(self._connect()) as connection:
+                connection.execute("PRAGMA journal_mode = WAL")
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+
+        await anyio.to_thread.run_sync(in_thread)
+
+    async def create(self, params: Mapping[str, object]) -> str:
+        """Create a run at version 1; see :meth:`RunStore.create`."""
+        row = {"params": _checked_params(params), **_INITIAL}
+        run_id = f"{self._namespace}{uuid.uuid4().hex}"
+        values = (run_id, 1, *(_encode(row[name]) for name in FIELDS))
+
+        def in_thread() -> None:
+            with closing(self._connect()) as connection:
+                connection.execute(
+                    f"INSERT INTO {_RUNS} (run_id, version, {', '.join(FIELDS)}) "
+                    f"VALUES ({', '.join('?' * len(values))})",
+                    values,
+                )
+
+        await anyio.to_thread.run_sync(in_thread)
+        return run_id
+
+    @staticmethod
+    def _read(connection: sqlite3.Connection, run_id: str) -> Run:
+        row = connection.execute(
+            f"SELECT version, {', '.join(FIELDS)} FROM {_RUNS} WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownRun(f"no run has the ID {run_id!r}")
+        version, *texts = row
+        return Run(
+            run_id,
+            version,
+            {name: json.loads(text) for name, text in zip(FIELDS, texts, strict=True)},
+        )
+
+    async def get(self, run_id: str) -> Run:
+        """Return a snapshot of the run; see :meth:`RunStore.get`."""
+
+        def in_thread() -> Run:
+            with closing(self._connect()) as connection:
+                return self._read(connection, run_id)
+
+        return await anyio.to_thread.run_sync(in_thread)
+
+    async def update(
+        self, run_id: str, changes: Mapping[str, object], *, expected_version: int
+    ) -> Run:
+        """Compare the version and set the changes, one transaction; see :meth:`RunStore.update`."""
+        checked = _checked_changes(self.persisted_fields, changes)
+        # The names are checked against FIELDS above: only they reach the SQL text.
+        assignments = "".join(f", {name} = ?" for name in checked)
+        values = (*(_encode(value) for value in checked.values()), run_id, expected_version)
+
+        def in_thread() -> Run:
+            with closing(self._connect()) as connection, _immediate(connection):
+                cursor = connection.execute(
+                    f"UPDATE {_RUNS} SET version = version + 1{assignments} "
+                    "WHERE run_id = ? AND version = ?",
+                    values,
+                )
+                if cursor.rowcount == 0:
+                    current = self._read(connection, run_id)  # raises UnknownRun
+                    raise StaleVersion(
+                        f"run {run_id!r} is at version {current.version}, not {expected_version!r}"
+                    )
+                return self._read(connection, run_id)
+
+        return await anyio.to_thread.run_sync(in_thread)
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        """Claim the step: a primary key decides; see :meth:`RunStore.claim_step`."""
+
+        def in_thread() -> None:
+            with closing(self._connect()) as connection, _immediate(connection):
+                known = connection.execute(
+                    f"SELECT 1 FROM {_RUNS} WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                if known is None:
+                    raise UnknownRun(f"no run has the ID {run_id!r}")
+                try:
+                    connection.execute(
+                        f"INSERT INTO {_CLAIMS} (run_id, step) VALUES (?, ?)", (run_id, step)
+                    )
+                except sqlite3.IntegrityError as exc:
+                    raise AlreadyClaimed(
+                        f"step {step!r} of run {run_id!r} is already claimed"
+                    ) from exc
+
+        await anyio.to_thread.run_sync(in_thread)
+
+    async def delete_namespace(self) -> int:
+        """
+        Delete the runs of this store's namespace, and their claims; return how many runs.
+
+        :raises ValueError: if the namespace is empty: that would delete every run
+            in the file.
+        """
+        prefix = self._namespace
+        if not prefix:
+            raise ValueError(
+                "delete_namespace() needs a non-empty namespace; "
+                "with none it would delete every run in the file"
+            )
+
+        def in_thread() -> int:
+            where = "WHERE substr(run_id, 1, ?) = ?"
+            with closing(self._connect()) as connection, _immediate(connection):
+                connection.execute(f"DELETE FROM {_CLAIMS} {where}", (len(prefix), prefix))
+                return connection.execute(
+                    f"DELETE FROM {_RUNS} {where}", (len(prefix), prefix)
+                ).rowcount
+
+        return await anyio.to_thread.run_sync(in_thread)
+
+
+# --------------------------------------------------------------------------- implementations
+
+
+@final
+class MemoryRunStoreImplementation(FeatureImplementation[RunStore, RunStoreCase]):
+    """The in-memory reference, :class:`MemoryRunStore`: every case, every field."""
+
+    feature = feature
+    claims = {"fidelity": MemoryRunStore.persisted_fields}
+    coverage = feature.coverage()
+
+    def create(self, scope: FeatureScope) -> MemoryRunStore:
+        return MemoryRunStore()
+
+
+async def _remove_directory(path: str) -> None:
+    await anyio.to_thread.run_sync(shutil.rmtree, path)
+
+
+@final
+class SqliteRunStoreImplementation(FeatureImplementation[RunStore, RunStoreCase]):
+    """
+    :class:`SqliteRunStore` over a real database file: every case, every field.
+
+    By default each scope gets a database file of its own in a new temporary
+    directory, removed when the scope closes. Given ``path``, every scope uses that
+    file, each in a namespace of its own whose runs are deleted when it closes;
+    point it at the file system your application's database lives on.
+
+    :param path: a database file to use instead of temporary ones.
+    """
+
+    feature = feature
+    claims = {"fidelity": SqliteRunStore.persisted_fields}
+    coverage = feature.coverage()
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = None if path is None else os.fspath(path)
+
+    async def create(self, scope: FeatureScope) -> SqliteRunStore:
+        if self.path is None:
+            directory = await anyio.to_thread.run_sync(
+                functools.partial(tempfile.mkdtemp, prefix="conformkit-run-store-")
+            )
+            scope.defer(functools.partial(_remove_directory, directory))
+            store = SqliteRunStore(os.path.join(directory, "runs.sqlite3"))
+            await store.create_schema()
+        else:
+            store = SqliteRunStore(self.path, namespace=f"conformkit-{uuid.uuid4().hex}-")
+            await store.create_schema()  # before any run of the namespace exists
+            scope.defer(store.delete_namespace)
+        return store
+
+
+implementations: tuple[FeatureImplementation[RunStore, RunStoreCase], ...] = (
+    MemoryRunStoreImplementation(),
+    SqliteRunStoreImplementation(),
+)
+"""One instance of each bundled implementation."""

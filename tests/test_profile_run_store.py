@@ -1,0 +1,581 @@
+"""The run store profile (conformkit.profiles.run_store): its stores pass, broken ones fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import pytest
+
+import conformkit as ck
+from conformkit.laws import race
+from conformkit.profiles import run_store
+from conformkit.profiles.run_store import (
+    FIELDS,
+    AlreadyClaimed,
+    MemoryRunStore,
+    MemoryRunStoreImplementation,
+    Run,
+    RunStore,
+    RunStoreCase,
+    SqliteRunStore,
+    SqliteRunStoreImplementation,
+    StaleVersion,
+    UnknownRun,
+)
+
+PLAIN_CASES = (
+    "create_then_get",
+    "unknown_run",
+    "update_bumps_version",
+    "stale_update_rejected",
+    "concurrent_updates_single_winner",
+    "invalid_change_rejected",
+    "claim_single_owner",
+    "claims_are_per_step",
+)
+FIDELITY = tuple(f"fidelity[{name}]" for name in FIELDS)
+
+
+def case_ids(report: ck.ContractReport) -> list[str]:
+    return [result.case_id for result in report.results]
+
+
+def failed(report: ck.ContractReport) -> set[str]:
+    return {result.case_id for result in report.results if result.status is ck.CaseStatus.FAILED}
+
+
+# --------------------------------------------------------------------------- broken stores
+
+
+class Wrapper:
+    """A RunStore that passes every call to another; each defect overrides one method."""
+
+    def __init__(self, inner: RunStore) -> None:
+        self.inner = inner
+
+    @property
+    def persisted_fields(self) -> frozenset[str]:
+        return self.inner.persisted_fields
+
+    async def create(self, params: Any) -> str:
+        return await self.inner.create(params)
+
+    async def get(self, run_id: str) -> Run:
+        return await self.inner.get(run_id)
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        return await self.inner.update(run_id, changes, expected_version=expected_version)
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        await self.inner.claim_step(run_id, step)
+
+    async def force_update(self, run_id: str, changes: Any) -> Run:
+        """Write whatever the version, the way ``UPDATE ... WHERE run_id = ?`` would."""
+        while True:
+            current = await self.inner.get(run_id)
+            try:
+                return await self.inner.update(run_id, changes, expected_version=current.version)
+            except StaleVersion:
+                continue  # somebody wrote in between: write again, over it
+
+
+class VersionFromZero(Wrapper):
+    """Numbers versions from 0: consistent, but not what the profile fixes."""
+
+    @staticmethod
+    def shifted(run: Run) -> Run:
+        return Run(run.run_id, run.version - 1, run.fields)
+
+    async def get(self, run_id: str) -> Run:
+        return self.shifted(await self.inner.get(run_id))
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        run = await self.inner.update(run_id, changes, expected_version=expected_version + 1)
+        return self.shifted(run)
+
+
+class UnknownRunAsKeyError(Wrapper):
+    """Raises KeyError, not UnknownRun, for a run that does not exist."""
+
+    async def get(self, run_id: str) -> Run:
+        try:
+            return await self.inner.get(run_id)
+        except UnknownRun:
+            raise KeyError(run_id) from None
+
+
+class ReturnsRunBeforeUpdate(Wrapper):
+    """Applies the update, but returns the run as it was before."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        before = await self.inner.get(run_id)
+        await self.inner.update(run_id, changes, expected_version=expected_version)
+        return before
+
+
+class IgnoresExpectedVersion(Wrapper):
+    """Last writer wins: the expected version is never compared."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        return await self.force_update(run_id, changes)
+
+
+class CheckThenSetUpdate(Wrapper):
+    """Compares the version, then writes in a second round trip: racing updates all win."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        current = await self.inner.get(run_id)
+        if current.version != expected_version:
+            raise StaleVersion(f"run {run_id!r} is at version {current.version}")
+        await anyio.lowlevel.checkpoint()  # the round trip to the database
+        return await self.force_update(run_id, changes)
+
+
+class IgnoresInvalidChanges(Wrapper):
+    """Drops the changes it cannot make, silently, and applies the rest."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        kept = {
+            name: value
+            for name, value in changes.items()
+            if name in self.persisted_fields and name != "params"
+        }
+        return await self.inner.update(run_id, kept, expected_version=expected_version)
+
+
+class CheckThenSetClaim(Wrapper):
+    """Checks for a claim, awaits, then records it: concurrent claims all win."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.claimed: set[tuple[str, str]] = set()
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        await self.inner.get(run_id)  # raises UnknownRun
+        if (run_id, step) in self.claimed:
+            raise AlreadyClaimed(step)
+        await anyio.lowlevel.checkpoint()  # the round trip to the database
+        self.claimed.add((run_id, step))
+
+
+class CheckThenSetSqliteClaim(Wrapper):
+    """
+    On the SQLite file: reads whether the step is claimed in one transaction, checks the run
+    in a second, and writes the claim (INSERT OR REPLACE) in a third.
+    """
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        assert isinstance(self.inner, SqliteRunStore)
+        path = self.inner.path
+
+        def claimed() -> bool:
+            with closing(sqlite3.connect(path)) as connection:
+                row = connection.execute(
+                    "SELECT 1 FROM run_store_step_claims WHERE run_id = ? AND step = ?",
+                    (run_id, step),
+                ).fetchone()
+                return row is not None
+
+        def claim() -> None:
+            with closing(sqlite3.connect(path, timeout=10)) as connection, connection:
+                connection.execute(
+                    "INSERT OR REPLACE INTO run_store_step_claims (run_id, step) VALUES (?, ?)",
+                    (run_id, step),
+                )
+
+        if await anyio.to_thread.run_sync(claimed):
+            raise AlreadyClaimed(step)
+        await self.inner.get(run_id)  # raises UnknownRun
+        await anyio.to_thread.run_sync(claim)
+
+
+class ClaimsKeyedByStep(Wrapper):
+    """Keys claims by the step alone: step 'extract' of one run blocks it in every run."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.steps: set[str] = set()
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        await self.inner.get(run_id)  # raises UnknownRun
+        if step in self.steps:
+            raise AlreadyClaimed(step)
+        self.steps.add(step)
+
+
+class Rewrites(Wrapper):
+    """Rewrites the fields of every run it reads: a lossy column."""
+
+    def rewrite(self, fields: dict[str, object]) -> dict[str, object]:
+        raise NotImplementedError
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        return Run(run.run_id, run.version, self.rewrite(dict(run.fields)))
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        run = await self.inner.update(run_id, changes, expected_version=expected_version)
+        return Run(run.run_id, run.version, self.rewrite(dict(run.fields)))
+
+
+class DropsError(Rewrites):
+    """Declares 'error' persisted but has no column for it: it always reads back None."""
+
+    def rewrite(self, fields: dict[str, object]) -> dict[str, object]:
+        return {**fields, "error": None}
+
+
+def ints_to_floats(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: ints_to_floats(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [ints_to_floats(item) for item in value]
+    return float(value) if type(value) is int else value
+
+
+class ResultIntsAsFloats(Rewrites):
+    """Keeps 'result' as a JavaScript number would: every int comes back a float."""
+
+    def rewrite(self, fields: dict[str, object]) -> dict[str, object]:
+        return {**fields, "result": ints_to_floats(fields["result"])}
+
+
+class AliasingCache(Wrapper):
+    """A cache in front of the store that hands out the very objects it was given."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.cache: dict[str, dict[str, object]] = {}
+
+    def cached(self, run: Run) -> Run:
+        return Run(run.run_id, run.version, {**run.fields, **self.cache.get(run.run_id, {})})
+
+    async def create(self, params: Any) -> str:
+        run_id = await self.inner.create(params)
+        self.cache[run_id] = {"params": params}
+        return run_id
+
+    async def get(self, run_id: str) -> Run:
+        return self.cached(await self.inner.get(run_id))
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        run = await self.inner.update(run_id, changes, expected_version=expected_version)
+        self.cache.setdefault(run_id, {}).update(changes)
+        return self.cached(run)
+
+
+class NaiveJson(Wrapper):
+    """Sends every value through json.dumps and json.loads: tuples and int keys are mangled."""
+
+    async def create(self, params: Any) -> str:
+        return await self.inner.create(json.loads(json.dumps(params)))
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        mangled = {name: json.loads(json.dumps(value)) for name, value in changes.items()}
+        return await self.inner.update(run_id, mangled, expected_version=expected_version)
+
+
+STATUS_ONLY = frozenset({"params", "status"})
+
+
+class StatusOnly(Wrapper):
+    """A correct store that persists params and status only, and says so."""
+
+    @property
+    def persisted_fields(self) -> frozenset[str]:
+        return STATUS_ONLY
+
+    def narrowed(self, run: Run) -> Run:
+        kept = {name: run.fields[name] for name in self.persisted_fields}
+        return Run(run.run_id, run.version, kept)
+
+    async def get(self, run_id: str) -> Run:
+        return self.narrowed(await self.inner.get(run_id))
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        for name in changes:
+            if name not in self.persisted_fields or name == "params":
+                raise ValueError(f"cannot set {name!r}")
+        run = await self.inner.update(run_id, changes, expected_version=expected_version)
+        return self.narrowed(run)
+
+
+class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
+    """A wrapper around a fresh MemoryRunStore, or around a SqliteRunStore in a temporary file."""
+
+    feature = run_store.feature
+    coverage = run_store.feature.coverage()
+
+    def __init__(self, wrapper: Callable[[RunStore], RunStore], *, on_sqlite: bool) -> None:
+        self.wrapper = wrapper
+        self.on_sqlite = on_sqlite
+
+    async def create(self, scope: ck.FeatureScope) -> RunStore:
+        if self.on_sqlite:
+            return self.wrapper(await SqliteRunStoreImplementation().create(scope))
+        return self.wrapper(MemoryRunStore())
+
+
+class StatusOnlyImplementation(ck.FeatureImplementation[RunStore, RunStoreCase]):
+    """Claims the fidelity of the two fields its store persists."""
+
+    feature = run_store.feature
+    claims = {"fidelity": STATUS_ONLY}
+    coverage = run_store.feature.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> RunStore:
+        return StatusOnly(MemoryRunStore())
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One broken store, and the exact set of cases it must fail."""
+
+    wrapper: Callable[[RunStore], RunStore]
+    fails: frozenset[str]
+    on_sqlite: bool = False
+
+
+DEFECTS = {
+    "version_from_zero": Defect(VersionFromZero, frozenset({"create_then_get"})),
+    "unknown_run_as_key_error": Defect(UnknownRunAsKeyError, frozenset({"unknown_run"})),
+    "returns_run_before_update": Defect(
+        ReturnsRunBeforeUpdate, frozenset({"update_bumps_version"})
+    ),
+    "ignores_expected_version": Defect(
+        IgnoresExpectedVersion,
+        frozenset({"stale_update_rejected", "concurrent_updates_single_winner"}),
+    ),
+    "check_then_set_update": Defect(
+        CheckThenSetUpdate, frozenset({"concurrent_updates_single_winner"})
+    ),
+    "ignores_invalid_changes": Defect(
+        IgnoresInvalidChanges, frozenset({"invalid_change_rejected"})
+    ),
+    "check_then_set_claim": Defect(CheckThenSetClaim, frozenset({"claim_single_owner"})),
+    "check_then_set_claim_on_sqlite": Defect(
+        CheckThenSetSqliteClaim, frozenset({"claim_single_owner"}), on_sqlite=True
+    ),
+    "claims_keyed_by_step": Defect(ClaimsKeyedByStep, frozenset({"claims_are_per_step"})),
+    "drops_error": Defect(DropsError, frozenset({"fidelity[error]"})),
+    "result_ints_as_floats": Defect(ResultIntsAsFloats, frozenset({"fidelity[result]"})),
+    "aliasing_cache": Defect(
+        AliasingCache,
+        frozenset(
+            {"fidelity[params]", "fidelity[result]", "fidelity[labels]", "fidelity[history]"}
+        ),
+    ),
+    "naive_json": Defect(NaiveJson, frozenset(FIDELITY)),
+}
+
+
+# --------------------------------------------------------------------------- tests
+
+
+class TestBundledImplementations:
+    """The bundled memory and SQLite implementations, and the feature."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "implementation", run_store.implementations, ids=lambda impl: type(impl).__name__
+    )
+    async def test_passes_every_case(
+        self, implementation: ck.FeatureImplementation[RunStore, RunStoreCase]
+    ) -> None:
+        """Each bundled implementation passes every case and every field, on both backends."""
+        report = await ck.run_contract(implementation, run_store.suite)
+        assert case_ids(report) == [*PLAIN_CASES, *FIDELITY]
+        ck.assert_contract(report, require_full=True)
+
+    @pytest.mark.parametrize(
+        "implementation", run_store.implementations, ids=lambda impl: type(impl).__name__
+    )
+    def test_no_case_is_vacuous(
+        self, implementation: ck.FeatureImplementation[RunStore, RunStoreCase]
+    ) -> None:
+        """Every case calls the API, and every operation of the API is exercised."""
+        report = ck.run_contract_sync(implementation, run_store.suite, reject_vacuous=True)
+        ck.assert_contract(report, require_full=True)
+        assert report.unexercised == ()
+
+    def test_one_instance_of_each_implementation(self) -> None:
+        """`implementations` holds one memory and one SQLite implementation."""
+        kinds = [type(implementation) for implementation in run_store.implementations]
+        assert kinds == [MemoryRunStoreImplementation, SqliteRunStoreImplementation]
+
+    def test_claims_come_from_the_declared_persisted_fields(self) -> None:
+        """Each implementation claims fidelity of exactly the fields its store persists."""
+        assert MemoryRunStoreImplementation.claims == {"fidelity": MemoryRunStore.persisted_fields}
+        assert SqliteRunStoreImplementation.claims == {"fidelity": SqliteRunStore.persisted_fields}
+        assert MemoryRunStore.persisted_fields == frozenset(FIELDS)
+
+    def test_the_feature_says_what_it_does_not_establish(self) -> None:
+        """The feature disclaims cross-host safety, in words."""
+        assert "Cross-host safety" in run_store.feature.does_not_establish
+        assert "cross-host safety" in (run_store.__doc__ or "")
+
+
+class TestBrokenStores:
+    """Stores with one defect each: the profile fails exactly the cases it should."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", DEFECTS)
+    async def test_fails_exactly_the_cases_its_defect_breaks(self, name: str) -> None:
+        """A store with one defect fails exactly the cases that pin that behaviour."""
+        defect = DEFECTS[name]
+        implementation = Wrapped(defect.wrapper, on_sqlite=defect.on_sqlite)
+        report = await ck.run_contract(implementation, run_store.suite)
+        assert failed(report) == defect.fails, str(report)
+        passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
+        assert passed == set(case_ids(report)) - defect.fails
+        with pytest.raises(ck.ContractFailure):  # the gate catches every defect
+            ck.assert_contract(report)
+
+    def test_a_race_failure_says_what_each_call_did(self) -> None:
+        """claim_single_owner's reason names the law and the calls that won."""
+        report = ck.run_contract_sync(Wrapped(CheckThenSetClaim, on_sqlite=False), run_store.suite)
+        reason = report["claim_single_owner"].reason or ""
+        assert "expected exactly one of 8 calls to succeed" in reason
+        assert "8 succeeded" in reason
+
+    def test_a_fidelity_failure_shows_the_difference(self) -> None:
+        """fidelity[result] shows the first difference: an int that came back a float."""
+        report = ck.run_contract_sync(Wrapped(ResultIntsAsFloats, on_sqlite=False), run_store.suite)
+        error = report["fidelity[result]"].error
+        assert isinstance(error, ck.LawViolation)
+        assert "round trip (encode=update, decode=get)" in str(error)
+        assert "first difference at ['rows']: type int vs float" in str(error)
+
+
+class TestFewerFields:
+    """The fidelity family follows the fields a store persists."""
+
+    def test_a_store_persisting_fewer_fields_gets_fewer_cases(self) -> None:
+        """Claiming two fields yields two fidelity cases; the rest is no gap."""
+        report = ck.run_contract_sync(StatusOnlyImplementation(), run_store.suite)
+        assert case_ids(report) == [*PLAIN_CASES, "fidelity[params]", "fidelity[status]"]
+        ck.assert_contract(report, require_full=True)
+
+
+class ConnectionLog:
+    """The threads that opened sqlite3 connections, and an optional barrier to hold them at."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+        self.barrier: threading.Barrier | None = None
+
+
+@pytest.fixture
+def connection_log(monkeypatch: pytest.MonkeyPatch) -> ConnectionLog:
+    """Log each sqlite3 connection opened; with a barrier set, hold each one open there."""
+    log = ConnectionLog()
+    connect = sqlite3.connect
+
+    def logged_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection: sqlite3.Connection = connect(*args, **kwargs)
+        log.threads.append(threading.get_ident())
+        if log.barrier is not None:
+            try:
+                log.barrier.wait()
+            except threading.BrokenBarrierError:
+                connection.close()
+                raise
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", logged_connect)
+    return log
+
+
+class TestSqliteRunStore:
+    """SqliteRunStore on its own: real connections, a real file."""
+
+    @pytest.mark.anyio
+    async def test_claims_contend_on_separate_connections_in_threads(
+        self, tmp_path: Path, connection_log: ConnectionLog
+    ) -> None:
+        """Racing claims hold 8 connections open at once, in 8 threads; the database decides."""
+        store = SqliteRunStore(tmp_path / "runs.sqlite3")
+        await store.create_schema()
+        run_id = await store.create({})
+        connection_log.threads.clear()
+        # Each connection waits here until all 8 are open: a store that serialised its
+        # calls (one connection, a lock in Python) would break the barrier instead.
+        connection_log.barrier = threading.Barrier(8, timeout=5)
+        outcomes = await race(8, lambda index: store.claim_step(run_id, "extract"))
+        outcomes.exactly_one_wins(AlreadyClaimed)
+        assert len(set(connection_log.threads)) == 8
+        assert threading.get_ident() not in connection_log.threads
+
+    @pytest.mark.anyio
+    async def test_runs_outlive_the_store_object(self, tmp_path: Path) -> None:
+        """A second store over the same file reads what the first wrote, and its claims."""
+        path = tmp_path / "runs.sqlite3"
+        first = SqliteRunStore(path)
+        await first.create_schema()
+        run_id = await first.create({"input": "a"})
+        await first.claim_step(run_id, "extract")
+        second = SqliteRunStore(os.fspath(path))
+        await second.create_schema()  # idempotent
+        assert (await second.get(run_id)).fields["params"] == {"input": "a"}
+        with pytest.raises(AlreadyClaimed):  # the claim is in the file, not the object
+            await second.claim_step(run_id, "extract")
+
+    @pytest.mark.anyio
+    async def test_refuses_values_json_cannot_hold(self, tmp_path: Path) -> None:
+        """A tuple is refused with a TypeError that names the field and the place."""
+        store = SqliteRunStore(tmp_path / "runs.sqlite3")
+        await store.create_schema()
+        run_id = await store.create({})
+        with pytest.raises(TypeError, match=r"result\['point'\] is a tuple"):  # not a list
+            await store.update(run_id, {"result": {"point": (1, 2)}}, expected_version=1)
+        assert (await store.get(run_id)).version == 1
+
+    @pytest.mark.anyio
+    async def test_delete_namespace_needs_a_namespace(self, tmp_path: Path) -> None:
+        """Without a namespace, delete_namespace() refuses instead of emptying the file."""
+        with pytest.raises(ValueError, match="needs a non-empty namespace"):  # a guard, not a bug
+            await SqliteRunStore(tmp_path / "runs.sqlite3").delete_namespace()
+
+
+class TestSqliteImplementation:
+    """Where SqliteRunStoreImplementation keeps its databases."""
+
+    @pytest.mark.anyio
+    async def test_a_temporary_database_is_removed_with_its_scope(self) -> None:
+        """By default each scope's database lives in a directory removed when it closes."""
+        async with ck.open_feature(SqliteRunStoreImplementation()) as session:
+            store = session.api
+            assert isinstance(store, SqliteRunStore)
+            await store.create({})
+            directory = Path(store.path).parent
+            assert directory.is_dir()
+        assert not directory.exists()
+
+    def test_an_explicit_path_is_shared_and_left_as_found(self, tmp_path: Path) -> None:
+        """Given a file, every case uses it in its own namespace and deletes only that."""
+        path = tmp_path / "application.sqlite3"
+
+        async def existing_run() -> str:
+            store = SqliteRunStore(path)
+            await store.create_schema()
+            return await store.create({"keep": True})
+
+        kept = anyio.run(existing_run)
+        report = ck.run_contract_sync(SqliteRunStoreImplementation(path), run_store.suite)
+        ck.assert_contract(report, require_full=True)
+        with closing(sqlite3.connect(path)) as connection:
+            runs = connection.execute("SELECT run_id FROM run_store_runs").fetchall()
+            claims = connection.execute("SELECT count(*) FROM run_store_step_claims").fetchone()
+        assert runs == [(kept,)]
+        assert claims == (0,)
