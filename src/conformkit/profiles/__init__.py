@@ -9,5 +9,11 @@ of each bundled implementation.
 
 from __future__ import annotations
 
-BUNDLED: tuple[str, ...] = ()
+BUNDLED: tuple[str, ...] = (
+    "mapping",
+    "durable_mapping",
+    "workspace",
+    "session_events",
+    "run_store",
+)
 """The bundled profiles, as module names under ``conformkit.profiles``."""

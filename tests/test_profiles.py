@@ -1,0 +1,50 @@
+"""The bundled profiles as a whole: every one registered, passing, and documented."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import conformkit as ck
+from conformkit.profiles import BUNDLED
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "profiles.md"
+PROFILES = [importlib.import_module(f"conformkit.profiles.{name}") for name in BUNDLED]
+
+
+def documented_cases(module: ModuleType) -> list[str]:
+    """The case IDs listed in the profile's section of docs/profiles.md."""
+    name = module.__name__.rpartition(".")[2]
+    sections = re.split(r"^## ", PAGE.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    [section] = [text for text in sections if text.startswith(f"`{name}`")]
+    return re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
+
+
+class TestBundled:
+    def test_every_profile_module_is_bundled(self) -> None:
+        """BUNDLED names every profile module in the package, so the demo runs them all."""
+        folder = Path(importlib.import_module("conformkit.profiles").__file__ or "").parent
+        modules = sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__")
+        assert sorted(BUNDLED) == modules
+
+    @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
+    def test_each_profile_has_the_common_shape(self, module: ModuleType) -> None:
+        """Each profile exposes feature, suite and implementations of that feature."""
+        assert isinstance(module.feature, ck.Feature)
+        assert module.suite.feature is module.feature
+        assert module.implementations
+        for implementation in module.implementations:
+            assert implementation.feature is module.feature
+
+    @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
+    def test_the_page_lists_every_case_once_in_order(self, module: ModuleType) -> None:
+        """docs/profiles.md has one line per case (one per family), in declared order."""
+        expected = [
+            *module.feature.cases,
+            *(f"{family}[<field>]" for family in module.feature.families),
+        ]
+        assert documented_cases(module) == expected
