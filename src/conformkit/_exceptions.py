@@ -67,3 +67,11 @@ class CaseUnsupported(ConformkitError, unittest.SkipTest):
     Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
     as a skip carrying the declared reason.
     """
+
+
+class UsageError(ConformkitError, ValueError):
+    """
+    A bad input to the command line: a target, an option, a baseline or a report file.
+
+    Private: the command line prints its message as one line and exits with status 2.
+    """
