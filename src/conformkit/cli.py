@@ -41,6 +41,8 @@ from ._matrix import Matrix, Progress, from_json, merge, now, run_information, r
 from ._runner import _check_backend
 from ._scope import DEFAULT_TIMEOUT, check_timeout
 
+__all__ = ["main"]
+
 _PROGRESS_AFTER: Final = 0.5
 """Seconds a run lasts before a terminal gets a progress line."""
 
@@ -278,11 +280,18 @@ def _error(error: BaseException, debug: bool, message: str, *, status: int = 2) 
 def _write(stream: TextIO, text: str) -> None:
     """Write to a console whatever its encoding: what it cannot show, it gets escaped."""
     try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        encoding = stream.encoding or "utf-8"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-    stream.flush()
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            encoding = stream.encoding or "utf-8"
+            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        stream.flush()
+    except BrokenPipeError:
+        # The reader has gone (`conformkit run ... | head`): it wants no more text,
+        # but the exit status still gives the verdict. Later writes go nowhere.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 # -- outputs -------------------------------------------------------------------------

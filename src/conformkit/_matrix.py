@@ -1,0 +1,765 @@
+"""
+A run of many pairs of implementation and feature: their results, the gate over
+all of them, the versioned JSON form, and the merge of shards' reports.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, TypeVar, cast, final
+
+import anyio
+
+from ._collect import Distribution, Pair, Shard, matches
+from ._exceptions import UsageError
+from ._report import CaseResult, CaseStatus, ContractReport, describe_exception
+from ._runner import _Execution
+
+FORMAT: Final = "conformkit.report"
+"""The ``format`` of a JSON report."""
+VERSION: Final = 1
+"""The version of the JSON report's schema; see docs/report-format.md."""
+
+Outcome = Literal["known", "unexpected-pass", "stale"]
+"""What the baseline makes of a case it lists."""
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """``text`` without lone surrogates, which no file encoding can hold."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ErrorRecord:
+    """An exception as a report holds it: its qualified type name, message and traceback."""
+
+    type: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> ErrorRecord:
+        described = describe_exception(error)
+        return cls(
+            clean(described["type"]), clean(described["message"]), clean(described["traceback"])
+        )
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "traceback": self.traceback}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BaselineMark:
+    """
+    A case the baseline lists, and what became of it.
+
+    :ivar outcome: ``"known"``: it still fails, which the gate tolerates;
+        ``"unexpected-pass"``: it passed; ``"stale"``: it no longer fails without
+        having passed (it is now declared unsupported). The last two fail the gate.
+    :ivar reason: the reason the baseline gives.
+    """
+
+    outcome: Outcome
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CaseRecord:
+    """The outcome of one case of one pair, as a report holds it."""
+
+    case_id: str
+    status: CaseStatus
+    reason: str | None
+    duration: float
+    error: ErrorRecord | None = None
+    cleanup_errors: tuple[ErrorRecord, ...] = ()
+    baseline: BaselineMark | None = None
+
+    @classmethod
+    def of(cls, result: CaseResult) -> CaseRecord:
+        return cls(
+            clean(result.case_id),
+            result.status,
+            None if result.reason is None else clean(result.reason),
+            result.duration,
+            None if result.error is None else ErrorRecord.of(result.error),
+            tuple(ErrorRecord.of(error) for error in result.cleanup_errors),
+        )
+
+    def fails(self, require_full: bool) -> bool:
+        """Whether the case fails the gate, leaving the baseline aside."""
+        return self.status in (CaseStatus.FAILED, CaseStatus.UNAVAILABLE) or (
+            require_full and self.status is not CaseStatus.PASSED
+        )
+
+    def judge(self, require_full: bool) -> Literal["holds", "fails", "known"]:
+        """``"known"`` for a failure the baseline tolerates, else whether the case holds."""
+        mark = self.baseline
+        if mark is None:
+            return "fails" if self.fails(require_full) else "holds"
+        return "known" if mark.outcome == "known" else "fails"
+
+    def offence(self, require_full: bool) -> str | None:
+        """Why the case fails the gate, or ``None`` when it does not."""
+        if self.judge(require_full) != "fails":
+            return None
+        mark = self.baseline
+        if mark is None:
+            return f"{self.case_id}: {self.status.value}: {self.reason}"
+        return (
+            f"{self.case_id}: {self.status.value}, but the baseline lists it as failing "
+            f"({mark.reason}); remove the entry"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        mark = self.baseline
+        return {
+            "case_id": self.case_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "duration": self.duration,
+            "error": None if self.error is None else self.error.to_json(),
+            "cleanup_errors": [error.to_json() for error in self.cleanup_errors],
+            "baseline": None if mark is None else {"outcome": mark.outcome, "reason": mark.reason},
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """
+    The report of one implementation on one feature: the cases this run ran of it.
+
+    :ivar planned: every case of the pair, in the feature's order, whether this
+        run ran it or not (``-k``, ``--shard``).
+    :ivar results: the cases this run ran, in the same order.
+    """
+
+    feature_id: str
+    implementation: str
+    module: str
+    distribution: Distribution | None
+    planned: tuple[str, ...]
+    results: tuple[CaseRecord, ...]
+    cleanup_errors: tuple[ErrorRecord, ...] = ()
+
+    @classmethod
+    def of(cls, pair: Pair, report: ContractReport) -> Entry:
+        return cls(
+            clean(report.feature_id),
+            clean(report.implementation),
+            clean(pair.module),
+            pair.distribution,
+            tuple(clean(case_id) for case_id in pair.case_ids),
+            tuple(CaseRecord.of(result) for result in report.results),
+            tuple(ErrorRecord.of(error) for error in report.cleanup_errors),
+        )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.implementation, self.feature_id)
+
+    @property
+    def title(self) -> str:
+        return f"{self.feature_id} × {self.implementation}"
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run ran every case of the pair."""
+        return len(self.results) == len(self.planned)
+
+    @property
+    def duration(self) -> float:
+        return sum(result.duration for result in self.results)
+
+    def counts(self) -> dict[CaseStatus, int]:
+        counts = dict.fromkeys(CaseStatus, 0)
+        for result in self.results:
+            counts[result.status] += 1
+        return counts
+
+    def offences(self, require_full: bool) -> list[str]:
+        """
+        Why the entry fails the gate; empty when it holds.
+
+        The rules of :func:`conformkit.assert_contract`, with the baseline's say on
+        the cases it lists. A report that proves nothing cannot hold, but only a
+        complete one can be judged so (a shard may hold only unsupported cases),
+        and one whose failures the baseline knows is not empty but known broken.
+        """
+        offences = [
+            offence
+            for result in self.results
+            if (offence := result.offence(require_full)) is not None
+        ]
+        offences.extend(f"cleanup error: {error}" for error in self.cleanup_errors)
+        if self.proves_nothing:
+            offences.append("no case passed: a report that proves nothing cannot hold")
+        return offences
+
+    @property
+    def proves_nothing(self) -> bool:
+        """Complete, with no case passed and no failure the baseline knows."""
+        return self.complete and not any(
+            result.status is CaseStatus.PASSED
+            or (result.baseline is not None and result.baseline.outcome == "known")
+            for result in self.results
+        )
+
+    def to_json(self, require_full: bool) -> dict[str, Any]:
+        distribution = self.distribution
+        return {
+            "feature_id": self.feature_id,
+            "implementation": self.implementation,
+            "module": self.module,
+            "distribution": None
+            if distribution is None
+            else {"name": distribution.name, "version": distribution.version},
+            "holds": not self.offences(require_full),
+            "counts": {status.value: count for status, count in self.counts().items()},
+            "duration": self.duration,
+            "planned": list(self.planned),
+            "results": [result.to_json() for result in self.results],
+            "cleanup_errors": [error.to_json() for error in self.cleanup_errors],
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StaleEntry:
+    """A baseline entry that names a case or an implementation the run does not have."""
+
+    implementation: str
+    feature_id: str
+    case_id: str
+    reason: str
+    problem: str
+
+    def describe(self) -> str:
+        return (
+            f"baseline entry {self.feature_id} × {self.implementation} × {self.case_id}: "
+            f"{self.problem}; remove it"
+        )
+
+    def offence(self) -> str:
+        return f"stale {self.describe()}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "implementation": self.implementation,
+            "feature_id": self.feature_id,
+            "case_id": self.case_id,
+            "reason": self.reason,
+            "problem": self.problem,
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BaselineInfo:
+    """The baseline a run was judged with: its path, and its entries that are stale."""
+
+    path: str
+    stale: tuple[StaleEntry, ...] = ()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What ran, where and how."""
+
+    conformkit: str
+    python: str
+    platform: str
+    backend: str
+    started: str
+    finished: str
+    targets: tuple[str, ...] = ()
+    installed: bool = False
+    require_full: bool = False
+    select: tuple[str, ...] = ()
+    shard: Shard | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        shard = self.shard
+        return {
+            "conformkit": self.conformkit,
+            "python": self.python,
+            "platform": self.platform,
+            "backend": self.backend,
+            "started": self.started,
+            "finished": self.finished,
+            "targets": list(self.targets),
+            "installed": self.installed,
+            "require_full": self.require_full,
+            "select": list(self.select),
+            "shard": None if shard is None else {"index": shard.index, "count": shard.count},
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """Every entry of a run (or of merged runs), and what the gate makes of them."""
+
+    run: RunInfo
+    entries: tuple[Entry, ...]
+    baseline: BaselineInfo | None = None
+
+    @property
+    def stale(self) -> tuple[StaleEntry, ...]:
+        return () if self.baseline is None else self.baseline.stale
+
+    def offences(self, entry: Entry) -> list[str]:
+        return entry.offences(self.run.require_full)
+
+    def failing(self) -> list[Entry]:
+        """The entries that fail the gate."""
+        return [entry for entry in self.entries if self.offences(entry)]
+
+    @property
+    def holds(self) -> bool:
+        """The gate: every entry holds and no baseline entry is stale."""
+        return not self.stale and not self.failing()
+
+    def counts(self) -> dict[CaseStatus, int]:
+        counts = dict.fromkeys(CaseStatus, 0)
+        for entry in self.entries:
+            for status, count in entry.counts().items():
+                counts[status] += count
+        return counts
+
+    def to_json(self) -> dict[str, Any]:
+        """The report in the JSON schema of :data:`VERSION`, keys in a stable order."""
+        baseline = self.baseline
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "verdict": "holds" if self.holds else "fails",
+            "run": self.run.to_json(),
+            "counts": {status.value: count for status, count in self.counts().items()},
+            "reports": [entry.to_json(self.run.require_full) for entry in self.entries],
+            "baseline": None
+            if baseline is None
+            else {"path": baseline.path, "stale": [stale.to_json() for stale in baseline.stale]},
+        }
+
+
+def now() -> str:
+    """The current time, as reports write it: ISO 8601 in UTC, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def run_information(
+    backend: str,
+    started: str,
+    finished: str,
+    *,
+    targets: Sequence[str] = (),
+    installed: bool = False,
+    require_full: bool = False,
+    select: Sequence[str] = (),
+    shard: Shard | None = None,
+) -> RunInfo:
+    try:
+        version = importlib.metadata.version("conformkit")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return RunInfo(
+        version,
+        f"{platform.python_implementation()} {platform.python_version()}",
+        platform.platform(),
+        backend,
+        started,
+        finished,
+        tuple(targets),
+        installed,
+        require_full,
+        tuple(select),
+        shard,
+    )
+
+
+@final
+class Progress:
+    """How far a run is, for a progress line: cases done of the total, and the pair running."""
+
+    __slots__ = ("done", "execution", "label", "total")
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.label = ""
+        self.execution: _Execution[Any] | None = None
+
+    def finished(self) -> int:
+        """Cases finished so far, counting those of the pair now running."""
+        execution = self.execution
+        running = 0 if execution is None else len(execution.finished())
+        return self.done + running
+
+
+async def run_pairs(
+    pairs: Sequence[Pair],
+    selections: Sequence[tuple[str, ...]],
+    *,
+    max_concurrency: int = 1,
+    show_progress: Callable[[Progress], None] | None = None,
+    interval: float = 0.1,
+) -> list[Entry]:
+    """
+    Run the selected cases of each pair, one pair after another, as ``run_contract`` would.
+
+    :param show_progress: called every ``interval`` seconds while the run lasts.
+    """
+    progress = Progress(sum(len(cases) for cases in selections))
+
+    async def run() -> list[Entry]:
+        entries: list[Entry] = []
+        for pair, case_ids in zip(pairs, selections, strict=True):
+            execution = _Execution(pair.plan, len(case_ids))
+            progress.execution, progress.label = execution, f"{pair.feature_id} × {pair.name}"
+            if case_ids:
+                await execution.run(case_ids, max_concurrency)
+            progress.execution = None
+            progress.done += len(case_ids)
+            entries.append(Entry.of(pair, execution.report()))
+        return entries
+
+    if show_progress is None:
+        return await run()
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(interval)
+            show_progress(progress)
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(tick)
+        entries = await run()
+        task_group.cancel_scope.cancel()
+    return entries
+
+
+# -- reading reports back ----------------------------------------------------------
+
+_T = TypeVar("_T")
+
+
+@final
+class _Reader:
+    """Checks the shape of a JSON report, naming the file and the place of each mistake."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, expected: str, value: object) -> UsageError:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        return UsageError(f"{self.source}: {where} must be {expected}, got {shown}")
+
+    def get(self, data: Mapping[str, Any], key: str, kind: type[_T], where: str) -> _T:
+        if key not in data:
+            raise UsageError(f"{self.source}: {where} has no {key!r}")
+        value = data[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.fail(f"{where}.{key}", f"a {_kind_name(kind)}", value)
+        if isinstance(value, str):
+            value = clean(value)
+        return cast("_T", value)  # checked above
+
+    def optional(self, data: Mapping[str, Any], key: str, kind: type[_T], where: str) -> _T | None:
+        if data.get(key) is None:
+            if key not in data:
+                raise UsageError(f"{self.source}: {where} has no {key!r}")
+            return None
+        return self.get(data, key, kind, where)
+
+    def strings(self, data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+        values = self.get(data, key, list, where)
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.fail(f"{where}.{key}[{index}]", "a string", value)
+        return tuple(clean(value) for value in values)
+
+    def objects(self, data: Mapping[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+        values = self.get(data, key, list, where)
+        for index, value in enumerate(values):
+            if not isinstance(value, dict):
+                raise self.fail(f"{where}.{key}[{index}]", "an object", value)
+        return values
+
+    def error(self, data: dict[str, Any], where: str) -> ErrorRecord:
+        return ErrorRecord(
+            self.get(data, "type", str, where),
+            self.get(data, "message", str, where),
+            self.get(data, "traceback", str, where),
+        )
+
+    def case(self, data: dict[str, Any], where: str) -> CaseRecord:
+        status = self.get(data, "status", str, where)
+        if status not in CaseStatus.__members__.values():
+            raise self.fail(f"{where}.status", "one of " + ", ".join(CaseStatus), status)
+        error = self.optional(data, "error", dict, where)
+        mark = self.optional(data, "baseline", dict, where)
+        baseline = None
+        if mark is not None:
+            outcome = self.get(mark, "outcome", str, f"{where}.baseline")
+            if outcome not in ("known", "unexpected-pass", "stale"):
+                raise self.fail(
+                    f"{where}.baseline.outcome", "'known', 'unexpected-pass' or 'stale'", outcome
+                )
+            baseline = BaselineMark(
+                outcome,  # type: ignore[arg-type]  # checked above
+                self.get(mark, "reason", str, f"{where}.baseline"),
+            )
+        return CaseRecord(
+            self.get(data, "case_id", str, where),
+            CaseStatus(status),
+            self.optional(data, "reason", str, where),
+            self.get(data, "duration", float, where),
+            None if error is None else self.error(error, f"{where}.error"),
+            tuple(
+                self.error(item, f"{where}.cleanup_errors[{index}]")
+                for index, item in enumerate(self.objects(data, "cleanup_errors", where))
+            ),
+            baseline,
+        )
+
+    def entry(self, data: dict[str, Any], where: str) -> Entry:
+        distribution = self.optional(data, "distribution", dict, where)
+        planned = self.strings(data, "planned", where)
+        results = tuple(
+            self.case(item, f"{where}.results[{index}]")
+            for index, item in enumerate(self.objects(data, "results", where))
+        )
+        unplanned = [result.case_id for result in results if result.case_id not in planned]
+        if unplanned:
+            raise UsageError(
+                f"{self.source}: {where} has results for unplanned case(s) {unplanned}"
+            )
+        return Entry(
+            self.get(data, "feature_id", str, where),
+            self.get(data, "implementation", str, where),
+            self.get(data, "module", str, where),
+            None
+            if distribution is None
+            else Distribution(
+                self.get(distribution, "name", str, f"{where}.distribution"),
+                self.get(distribution, "version", str, f"{where}.distribution"),
+            ),
+            planned,
+            results,
+            tuple(
+                self.error(item, f"{where}.cleanup_errors[{index}]")
+                for index, item in enumerate(self.objects(data, "cleanup_errors", where))
+            ),
+        )
+
+    def run(self, data: dict[str, Any]) -> RunInfo:
+        shard = self.optional(data, "shard", dict, "run")
+        return RunInfo(
+            self.get(data, "conformkit", str, "run"),
+            self.get(data, "python", str, "run"),
+            self.get(data, "platform", str, "run"),
+            self.get(data, "backend", str, "run"),
+            self.get(data, "started", str, "run"),
+            self.get(data, "finished", str, "run"),
+            self.strings(data, "targets", "run"),
+            self.get(data, "installed", bool, "run"),
+            self.get(data, "require_full", bool, "run"),
+            self.strings(data, "select", "run"),
+            None
+            if shard is None
+            else Shard(
+                self.get(shard, "index", int, "run.shard"),
+                self.get(shard, "count", int, "run.shard"),
+            ),
+        )
+
+    def baseline(self, data: dict[str, Any]) -> BaselineInfo:
+        return BaselineInfo(
+            self.get(data, "path", str, "baseline"),
+            tuple(
+                StaleEntry(
+                    *(
+                        self.get(item, key, str, f"baseline.stale[{index}]")
+                        for key in ("implementation", "feature_id", "case_id", "reason", "problem")
+                    )
+                )
+                for index, item in enumerate(self.objects(data, "stale", "baseline"))
+            ),
+        )
+
+
+def _kind_name(kind: type[Any]) -> str:
+    return {
+        str: "string",
+        int: "integer",
+        float: "number",
+        bool: "boolean",
+        list: "list",
+        dict: "object",
+    }.get(kind, kind.__name__)
+
+
+def from_json(data: object, source: str) -> Matrix:
+    """
+    Read a report back from its JSON form.
+
+    :param source: the file it came from, for messages.
+    :raises UsageError: naming the file and the place of the first mistake.
+    """
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise UsageError(f'{source} is not a conformkit report (no "format": {FORMAT!r})')
+    version = data.get("version")
+    if version != VERSION:
+        raise UsageError(
+            f"{source} is a report of schema version {version!r}; this conformkit reads "
+            f"version {VERSION}"
+        )
+    reader = _Reader(source)
+    run = reader.run(reader.get(data, "run", dict, "report"))
+    entries = tuple(
+        reader.entry(item, f"reports[{index}]")
+        for index, item in enumerate(reader.objects(data, "reports", "report"))
+    )
+    baseline = reader.optional(data, "baseline", dict, "report")
+    return Matrix(run, entries, None if baseline is None else reader.baseline(baseline))
+
+
+# -- merging -----------------------------------------------------------------------
+
+
+def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
+    """
+    Combine the reports of shards (or of separate runs) into one.
+
+    Each case may come from one report only, and together the reports must hold
+    every case their runs selected: the merge of every shard of a run equals the
+    unsharded run, timings aside.
+
+    :param reports: each report with the file it came from, for messages.
+    :raises UsageError: for reports that disagree, overlap or leave cases out.
+    """
+    if not reports:
+        raise UsageError("merge needs at least one report")
+    first, first_source = reports[0]
+    for matrix, source in reports[1:]:
+        for field, shown in (("require_full", "--require-full"), ("select", "-k")):
+            if getattr(matrix.run, field) != getattr(first.run, field):
+                raise UsageError(
+                    f"{source} and {first_source} were run with different {shown} options; "
+                    f"only reports of runs with the same options can be merged"
+                )
+        if (matrix.baseline is None) != (first.baseline is None):
+            raise UsageError(
+                f"{source} and {first_source} disagree on --baseline: one was judged with a "
+                f"baseline and the other without"
+            )
+    entries: dict[tuple[str, str], tuple[Entry, dict[str, tuple[CaseRecord, str]], str]] = {}
+    for matrix, source in reports:
+        for entry in matrix.entries:
+            known = entries.get(entry.key)
+            if known is None:
+                known = entries[entry.key] = (entry, {}, source)
+            base, results, base_source = known
+            if (base.planned, base.module, base.distribution) != (
+                entry.planned,
+                entry.module,
+                entry.distribution,
+            ):
+                raise UsageError(
+                    f"{source} and {base_source} disagree on {entry.title} (its cases, module "
+                    f"or distribution); were they run from the same code?"
+                )
+            for result in entry.results:
+                if result.case_id in results:
+                    raise UsageError(
+                        f"case {result.case_id!r} of {entry.title} is in both "
+                        f"{results[result.case_id][1]} and {source}; the reports overlap "
+                        f"(the same shard twice, or runs of the same targets)"
+                    )
+                results[result.case_id] = (result, source)
+            if entry is not base:
+                entries[entry.key] = (
+                    replace(base, cleanup_errors=base.cleanup_errors + entry.cleanup_errors),
+                    results,
+                    base_source,
+                )
+    select = first.run.select
+    merged: list[Entry] = []
+    for base, results, _ in entries.values():
+        expected = [case for case in base.planned if matches(select, case)]
+        missing = [case for case in expected if case not in results]
+        if missing:
+            shards = sorted(
+                {str(matrix.run.shard) for matrix, _ in reports if matrix.run.shard is not None}
+            )
+            found = f" (found shard(s) {', '.join(shards)})" if shards else ""
+            raise UsageError(
+                f"the reports lack {len(missing)} case(s) of {base.title}, "
+                f"{', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}: "
+                f"merge the reports of every shard{found}"
+            )
+        merged.append(
+            replace(base, results=tuple(results[case][0] for case in expected if case in results))
+        )
+    return Matrix(
+        _merge_runs([matrix.run for matrix, _ in reports]), tuple(merged), _merge_baselines(reports)
+    )
+
+
+def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:
+    def joined(values: Sequence[str]) -> str:
+        return ", ".join(dict.fromkeys(values))
+
+    first = runs[0]
+    return RunInfo(
+        joined([run.conformkit for run in runs]),
+        joined([run.python for run in runs]),
+        joined([run.platform for run in runs]),
+        joined([run.backend for run in runs]),
+        min((run.started for run in runs), key=_instant),
+        max((run.finished for run in runs), key=_instant),
+        tuple(dict.fromkeys(target for run in runs for target in run.targets)),
+        any(run.installed for run in runs),
+        first.require_full,
+        first.select,
+        None,
+    )
+
+
+def _instant(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _merge_baselines(reports: Sequence[tuple[Matrix, str]]) -> BaselineInfo | None:
+    first = reports[0][0].baseline
+    if first is None:
+        return None
+    # Every shard sees the whole baseline, so each reports the same stale entries.
+    stale = dict.fromkeys(
+        entry for matrix, _ in reports if matrix.baseline for entry in matrix.baseline.stale
+    )
+    return BaselineInfo(first.path, tuple(stale))

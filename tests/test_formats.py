@@ -1,0 +1,225 @@
+"""The renderers: text, JUnit XML, Markdown and HTML, whatever the strings they are given."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import xmlschema
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import conformkit as ck
+from conformkit._formats import (
+    markdown_text,
+    printable,
+    render_html,
+    render_junit,
+    render_markdown,
+    render_text,
+    xml_attribute,
+    xml_text,
+)
+from conformkit._matrix import (
+    BaselineInfo,
+    BaselineMark,
+    CaseRecord,
+    Entry,
+    ErrorRecord,
+    Matrix,
+    RunInfo,
+    StaleEntry,
+)
+
+SCHEMA = xmlschema.XMLSchema(str(Path(__file__).with_name("junit.xsd")))
+RUN = RunInfo(
+    "1.0", "CPython 3.11.0", "Linux", "asyncio", "2025-01-01T00:00:00.000+00:00",
+    "2025-01-01T00:00:01.500+00:00",
+)  # fmt: skip
+
+# Anything at all, lone surrogates and controls included.
+anything = st.text(st.characters(exclude_categories=()), max_size=40)
+# What a case ID may hold: no whitespace, no brackets (those mark family members).
+case_ids = st.text(
+    st.characters(
+        exclude_categories=("Zs", "Zl", "Zp"),
+        exclude_characters="[] \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85",
+    ),
+    min_size=1,
+    max_size=10,
+)
+XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@st.composite
+def matrices(draw: st.DrawFn) -> Matrix:
+    entries = []
+    for index in range(draw(st.integers(min_value=0, max_value=3))):
+        planned = tuple(draw(st.lists(case_ids, min_size=1, max_size=4, unique=True)))
+        results = tuple(
+            CaseRecord(
+                case,
+                draw(st.sampled_from(ck.CaseStatus)),
+                draw(st.none() | anything),
+                draw(st.floats(min_value=0, max_value=1e4)),
+                draw(st.none() | st.builds(ErrorRecord, anything, anything, anything)),
+                tuple(
+                    draw(st.lists(st.builds(ErrorRecord, anything, anything, anything), max_size=1))
+                ),
+                draw(
+                    st.none()
+                    | st.builds(
+                        BaselineMark,
+                        st.sampled_from(("known", "unexpected-pass", "stale")),
+                        anything,
+                    )
+                ),
+            )
+            for case in planned
+            if draw(st.booleans())
+        )
+        entries.append(
+            Entry(draw(case_ids), f"Impl{index}", draw(anything), None, planned, results)
+        )
+    stale = tuple(
+        draw(
+            st.lists(
+                st.builds(StaleEntry, anything, anything, anything, anything, anything), max_size=2
+            )
+        )
+    )
+    run = replace(RUN, require_full=draw(st.booleans()))
+    return Matrix(run, tuple(entries), BaselineInfo("b.toml", stale))
+
+
+class TestEscaping:
+    """What reaches a document or a terminal is always valid there."""
+
+    @given(anything)
+    def test_xml_text_and_attributes_parse(self, text: str) -> None:
+        """Any string becomes well-formed XML; what XML can hold comes back unchanged."""
+        document = f'<a b="{xml_attribute(text, 10**6)}">{xml_text(text, 10**6)}</a>'
+        element = ET.fromstring(document.encode("utf-8"))
+        expected = XML_INVALID.sub(
+            lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 256 else f"\\u{ord(m[0]):04x}", text
+        )
+        assert element.get("b") == expected
+        assert (element.text or "") == expected
+
+    def test_long_text_is_cut_with_a_note(self) -> None:
+        """A huge message is cut, saying how much was cut; an attribute is cut shorter."""
+        body = xml_text("x" * 200_000)
+        assert body.endswith("… (100000 more characters cut)")
+        assert len(xml_attribute("y" * 5000)) == 1000
+
+    @given(anything)
+    def test_printable_has_no_controls(self, text: str) -> None:
+        """A terminal never receives a control character but tab and newline."""
+        shown = printable(text)
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]", shown)
+        shown.encode("utf-8")
+
+    @given(anything)
+    def test_markdown_text_stays_in_its_cell(self, text: str) -> None:
+        """Inline Markdown holds no line break and no unescaped markup or pipe."""
+        shown = markdown_text(text)
+        assert "\n" not in shown
+        assert not re.search(r"(?<!\\)[|<>`*_\[\]]", shown.replace("\\\\", ""))
+
+
+class TestRenderers:
+    """Every format renders any run: valid, and saying what the gate says."""
+
+    @settings(max_examples=40, deadline=None)
+    @given(matrices())
+    def test_junit_is_valid_against_the_schema(self, matrix: Matrix) -> None:
+        """The JUnit XML validates whatever the strings, and counts what it holds."""
+        text = render_junit(matrix)
+        SCHEMA.validate(text)
+        root = ET.fromstring(text.encode("utf-8"))
+        for suite in root:
+            cases = suite.findall("testcase")
+            assert suite.get("tests") == str(len(cases))
+            assert suite.get("failures") == str(len(suite.findall("testcase/failure")))
+            assert suite.get("errors") == str(len(suite.findall("testcase/error")))
+            assert suite.get("skipped") == str(len(suite.findall("testcase/skipped")))
+        failing = len(root.findall("testsuite/testcase/failure")) + len(
+            root.findall("testsuite/testcase/error")
+        )
+        assert (failing == 0) == matrix.holds
+
+    @settings(max_examples=40, deadline=None)
+    @given(matrices())
+    def test_html_is_well_formed_and_markdown_rows_have_every_cell(self, matrix: Matrix) -> None:
+        """The HTML parses as XML; each Markdown table row has a cell per column."""
+        ET.fromstring(render_html(matrix).removeprefix("<!DOCTYPE html>").encode("utf-8"))
+        rows = [line for line in render_markdown(matrix).splitlines() if line.startswith("|")]
+        widths = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
+        assert len(widths) <= 1
+
+    @given(matrices())
+    def test_text_ends_with_the_verdict(self, matrix: Matrix) -> None:
+        """The last line of the text is the verdict, and it says what the gate says."""
+        last = render_text(matrix).splitlines()[-1]
+        assert (last == "verdict: every contract holds") == matrix.holds
+        assert last.startswith("verdict: FAILED (") != matrix.holds
+
+    def test_colour_only_when_asked(self) -> None:
+        """ANSI colours appear with colour=True, and never otherwise."""
+        failed = CaseRecord("a", ck.CaseStatus.FAILED, "boom", 0.0)
+        matrix = Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (failed,)),))
+        assert "\x1b[31;1mFAILED\x1b[0m a: boom" in render_text(matrix, colour=True)
+        assert "\x1b" not in render_text(matrix)
+
+    def test_quiet_shows_only_what_fails(self) -> None:
+        """Below verbosity 0: the entries that fail and the verdict, nothing else."""
+        good = Entry(
+            "f", "Good", "m", None, ("a",), (CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0),)
+        )
+        bad = replace(
+            good,
+            implementation="Bad",
+            results=(CaseRecord("a", ck.CaseStatus.FAILED, "boom", 0.0),),
+        )
+        lines = render_text(Matrix(RUN, (good, bad)), verbosity=-1).splitlines()
+        assert lines == [
+            "f × Bad: 1 failed in 0.00s (does not hold)",
+            "  FAILED a: boom",
+            "  NO CASE PASSED: a report that proves nothing cannot hold",
+            "verdict: FAILED (1 of 2 reports does not hold)",
+        ]
+
+    def test_the_text_matrix(self) -> None:
+        """matrix_view: a grid of features and implementations, stacked when it is too wide."""
+        passed = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
+        entries = (
+            Entry("f", "Good", "m", None, ("a",), (passed,)),
+            Entry(
+                "g",
+                "Other",
+                "m",
+                None,
+                ("a",),
+                (replace(passed, status=ck.CaseStatus.FAILED, reason="x"),),
+            ),
+        )
+        lines = render_text(Matrix(RUN, entries), matrix_view=True).splitlines()
+        assert lines[:3] == [
+            "feature  Good        Other",
+            "f        ✓ 1 passed  -",
+            "g        -           ✗ 1 failed",
+        ]
+        assert lines[-1] == "verdict: FAILED (1 of 2 reports does not hold)"
+        stacked = render_text(Matrix(RUN, entries), matrix_view=True, width=20).splitlines()
+        assert stacked[:4] == ["f", "  ✓ Good  1 passed", "g", "  ✗ Other  1 failed"]
+
+    def test_a_shard_without_cases(self) -> None:
+        """A shard that got no case of a pair shows nothing of it, and holds."""
+        empty = Entry("f", "Good", "m", None, ("a",), ())
+        text = render_text(Matrix(replace(RUN, shard=None), (empty,)))
+        assert text.splitlines() == [
+            "0 reports, 0 cases: no case in 1.50s",
+            "verdict: every contract holds",
+        ]

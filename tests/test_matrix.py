@@ -1,0 +1,280 @@
+"""The run's model: its gate, its JSON form read back, and the merge of shards."""
+
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import replace
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import conformkit as ck
+from conformkit import _demo
+from conformkit._collect import Distribution, Shard, collect_modules, select
+from conformkit._exceptions import UsageError
+from conformkit._matrix import (
+    BaselineInfo,
+    BaselineMark,
+    CaseRecord,
+    Entry,
+    ErrorRecord,
+    Matrix,
+    RunInfo,
+    StaleEntry,
+    from_json,
+    merge,
+    run_pairs,
+)
+
+texts = st.text(st.characters(codec="utf-8"), max_size=12)
+identifiers = st.text(string.ascii_letters + "._-[]", min_size=1, max_size=10)
+errors = st.builds(ErrorRecord, texts, texts, texts)
+marks = st.none() | st.builds(
+    BaselineMark, st.sampled_from(("known", "unexpected-pass", "stale")), texts
+)
+durations = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+RUN = RunInfo(
+    "1.0", "CPython 3.11.0", "Linux", "asyncio", "2025-01-01T00:00:00.000+00:00",
+    "2025-01-01T00:00:01.000+00:00", ("contracts.py",),
+)  # fmt: skip
+
+
+def case_records(case_id: str) -> st.SearchStrategy[CaseRecord]:
+    return st.builds(
+        CaseRecord,
+        st.just(case_id),
+        st.sampled_from(ck.CaseStatus),
+        st.none() | texts,
+        durations,
+        st.none() | errors,
+        st.lists(errors, max_size=2).map(tuple),
+        marks,
+    )
+
+
+@st.composite
+def entries(draw: st.DrawFn, key: tuple[str, str], *, complete: bool = False) -> Entry:
+    planned = draw(st.lists(identifiers, min_size=1, max_size=5, unique=True))
+    ran = planned if complete else draw(st.lists(st.sampled_from(planned), unique=True))
+    return Entry(
+        key[1],
+        key[0],
+        draw(identifiers),
+        draw(st.none() | st.builds(Distribution, identifiers, identifiers)),
+        tuple(planned),
+        tuple(draw(case_records(case)) for case in planned if case in ran),
+        tuple(draw(st.lists(errors, max_size=1))),
+    )
+
+
+@st.composite
+def matrices(draw: st.DrawFn, *, complete: bool = False) -> Matrix:
+    keys = draw(st.lists(st.tuples(identifiers, identifiers), max_size=4, unique=True))
+    baseline = draw(
+        st.none()
+        | st.builds(
+            BaselineInfo,
+            identifiers,
+            st.lists(st.builds(StaleEntry, texts, texts, texts, texts, texts), max_size=2).map(
+                tuple
+            ),
+        )
+    )
+    run = replace(RUN, require_full=draw(st.booleans()))
+    return Matrix(run, tuple(draw(entries(key, complete=complete)) for key in keys), baseline)
+
+
+def through_json(matrix: Matrix) -> Matrix:
+    return from_json(json.loads(json.dumps(matrix.to_json())), "report.json")
+
+
+class TestJSON:
+    """A report written as JSON reads back as the same report."""
+
+    @given(matrices())
+    def test_round_trip(self, matrix: Matrix) -> None:
+        """to_json then from_json gives back every field."""
+        assert through_json(matrix) == matrix
+
+    def test_lone_surrogates_become_replacement_characters(self) -> None:
+        """No file encoding holds a lone surrogate: a report replaces it."""
+        result = ck.CaseResult("a", ck.CaseStatus.FAILED, "bad \ud800 byte", ValueError("\udcff"))
+        record = CaseRecord.of(result)
+        assert record.reason == "bad \ufffd byte"
+        assert record.error is not None
+        assert record.error.message == "\ufffd"
+        json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
+
+    @pytest.mark.parametrize(
+        ("document", "message"),
+        [
+            ([], r"report\.json is not a conformkit report"),
+            ({"format": "conformkit.report", "version": 2}, r"schema version 2"),
+            ({"format": "conformkit.report", "version": 1}, r"report has no 'run'"),
+            (
+                {
+                    "format": "conformkit.report",
+                    "version": 1,
+                    "run": {**RUN.to_json(), "backend": 3},
+                },
+                r"run\.backend must be a string, got 3",
+            ),
+        ],
+    )
+    def test_malformed_reports_name_the_place(self, document: Any, message: str) -> None:
+        """A malformed report is a usage error naming the file and the place."""
+        with pytest.raises(UsageError, match=message):
+            from_json(document, "report.json")
+
+
+class TestGate:
+    """The command line's gate is assert_contract's, plus what the baseline says."""
+
+    @given(
+        st.lists(st.sampled_from(ck.CaseStatus), min_size=1, max_size=6),
+        st.booleans(),
+        st.booleans(),
+    )
+    def test_agrees_with_assert_contract(
+        self, statuses: list[ck.CaseStatus], require_full: bool, cleanup_error: bool
+    ) -> None:
+        """Without a baseline, an entry holds exactly when assert_contract passes its report."""
+        report = ck.ContractReport(
+            "f",
+            "Impl",
+            tuple(ck.CaseResult(f"c{i}", status, "why") for i, status in enumerate(statuses)),
+            (RuntimeError("late"),) if cleanup_error else (),
+        )
+        entry = Entry(
+            "f",
+            "Impl",
+            "m",
+            None,
+            tuple(result.case_id for result in report.results),
+            tuple(CaseRecord.of(result) for result in report.results),
+            tuple(ErrorRecord.of(error) for error in report.cleanup_errors),
+        )
+        try:
+            ck.assert_contract(report, require_full=require_full)
+        except ck.ContractFailure:
+            assert entry.offences(require_full)
+        else:
+            assert not entry.offences(require_full)
+
+    def test_known_failures_hold_and_other_marks_fail(self) -> None:
+        """A known failure holds; an unexpected pass or a stale mark fails the gate."""
+        passed = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
+        failed = CaseRecord("b", ck.CaseStatus.FAILED, "boom", 0.0)
+        entry = Entry("f", "Impl", "m", None, ("a", "b"), (passed, failed))
+        known = replace(failed, baseline=BaselineMark("known", "#12"))
+        assert not replace(entry, results=(passed, known)).offences(False)
+        unexpected = replace(passed, baseline=BaselineMark("unexpected-pass", "#12"))
+        assert replace(entry, results=(unexpected, known)).offences(False) == [
+            "a: passed, but the baseline lists it as failing (#12); remove the entry"
+        ]
+
+    def test_only_complete_entries_can_prove_nothing(self) -> None:
+        """A shard holding only unsupported cases holds; the whole pair would not."""
+        gap = CaseRecord("b", ck.CaseStatus.UNSUPPORTED, "not yet", 0.0)
+        part = Entry("f", "Impl", "m", None, ("a", "b"), (gap,))
+        assert not part.offences(False)
+        whole = replace(part, planned=("b",))
+        assert whole.offences(False) == ["no case passed: a report that proves nothing cannot hold"]
+
+    def test_stale_baseline_entries_fail_the_run(self) -> None:
+        """A matrix with a stale baseline entry does not hold, even with every entry holding."""
+        stale = StaleEntry("Gone", "f", "a", "old", "no implementation 'Gone' of feature 'f' ran")
+        assert Matrix(RUN, (), BaselineInfo("b.toml")).holds
+        assert not Matrix(RUN, (), BaselineInfo("b.toml", (stale,))).holds
+
+
+def split(matrix: Matrix, owners: list[int], parts: int) -> list[tuple[Matrix, str]]:
+    """Deal the matrix's cases out to ``parts`` shard reports, case i to ``owners[i]``."""
+    counter = iter(owners)
+    dealt: list[list[Entry]] = [[] for _ in range(parts)]
+    for entry in matrix.entries:
+        shares: list[list[CaseRecord]] = [[] for _ in range(parts)]
+        for result in entry.results:
+            shares[next(counter) % parts].append(result)
+        for index, share in enumerate(shares):
+            cleanup = entry.cleanup_errors if index == 0 else ()
+            dealt[index].append(replace(entry, results=tuple(share), cleanup_errors=cleanup))
+    return [
+        (
+            replace(
+                matrix,
+                run=replace(matrix.run, shard=Shard(index + 1, parts)),
+                entries=tuple(entries),
+            ),
+            f"shard-{index + 1}.json",
+        )
+        for index, entries in enumerate(dealt)
+    ]
+
+
+class TestMerge:
+    """merge: the shards' reports recombine into the unsharded report."""
+
+    @settings(max_examples=60)
+    @given(
+        matrices(complete=True),
+        st.integers(min_value=1, max_value=4),
+        st.lists(st.integers(min_value=0, max_value=3), min_size=30, max_size=30),
+    )
+    def test_merged_shards_are_the_whole(
+        self, matrix: Matrix, parts: int, owners: list[int]
+    ) -> None:
+        """However the cases are dealt out, the merge of the parts is the whole."""
+        shards = split(matrix, owners, parts)
+        merged = merge([(through_json(part), source) for part, source in shards])
+        assert merged.entries == matrix.entries
+        assert merged.holds == matrix.holds
+        assert merged.run == replace(matrix.run, shard=None)
+
+    def test_real_shards_merge_into_the_real_run(self) -> None:
+        """Running the demo in three shards and merging gives the unsharded results."""
+        pairs = collect_modules([_demo])
+
+        def run(shard: Shard | None) -> Matrix:
+            entries = anyio.run(run_pairs, pairs, select(pairs, [], shard))
+            return Matrix(replace(RUN, shard=shard), tuple(entries))
+
+        whole = run(None)
+        merged = merge([(run(Shard(k, 3)), f"{k}.json") for k in (1, 2, 3)])
+        assert [[r.status for r in e.results] for e in merged.entries] == [
+            [r.status for r in e.results] for e in whole.entries
+        ]
+
+    def test_reports_that_disagree_are_refused(self) -> None:
+        """Different options, a baseline on one side only, or different cases: usage errors."""
+        entry = Entry(
+            "f", "Impl", "m", None, ("a",), (CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0),)
+        )
+        one = Matrix(RUN, (entry,))
+        with pytest.raises(UsageError, match=r"different --require-full options"):
+            merge([(one, "1.json"), (replace(one, run=replace(RUN, require_full=True)), "2.json")])
+        with pytest.raises(UsageError, match=r"disagree on --baseline"):
+            merge([(one, "1.json"), (replace(one, baseline=BaselineInfo("b.toml")), "2.json")])
+        other = Matrix(RUN, (replace(entry, planned=("a", "b"), results=()),))
+        with pytest.raises(UsageError, match=r"disagree on f × Impl"):
+            merge([(one, "1.json"), (other, "2.json")])
+
+    def test_runs_combine_their_information(self) -> None:
+        """The merged run spans first start to last end; values that differ are joined."""
+        early = replace(RUN, started="2025-01-01T00:00:00.000+00:00", python="CPython 3.11.0")
+        late = replace(
+            RUN,
+            started="2025-01-01T00:00:05.000+00:00",
+            finished="2025-01-01T00:00:09.000+00:00",
+            python="CPython 3.12.0",
+            targets=("other.py",),
+        )
+        merged = merge([(Matrix(late, ()), "1.json"), (Matrix(early, ()), "2.json")])
+        assert merged.run.started == early.started
+        assert merged.run.finished == late.finished
+        assert merged.run.python == "CPython 3.12.0, CPython 3.11.0"
+        assert merged.run.targets == ("other.py", "contracts.py")
