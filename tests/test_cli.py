@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import xmlschema
 
+import example_contract
 from conformkit import cli, profiles
 
 TESTS = Path(__file__).resolve().parent
@@ -374,6 +375,18 @@ def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[subprocess.Compl
     )
 
 
+def bundle_example(
+    monkeypatch: pytest.MonkeyPatch, implementations: tuple[object, ...]
+) -> types.ModuleType:
+    """Make the example contract the only bundled profile, with these implementations."""
+    profile = types.ModuleType("conformkit.profiles.example_for_test")
+    profile.suite = example_contract.suite  # type: ignore[attr-defined]
+    profile.implementations = implementations  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, profile.__name__, profile)
+    monkeypatch.setattr(profiles, "BUNDLED", ("example_for_test",))
+    return profile
+
+
 class TestDemo:
     """``conformkit demo``: the bundled profiles against the bundled implementations."""
 
@@ -396,11 +409,11 @@ class TestDemo:
                 assert type(implementation).__qualname__ in run.stdout
         assert lines[-1] == "verdict: every contract holds"
 
-    def test_the_builtin_example_on_screen(
+    def test_the_grid_on_screen(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """With no profile bundled: the example's grid, its declared gap, a summary, the verdict."""
-        monkeypatch.setattr(profiles, "BUNDLED", ())
+        """One bundled example: its grid, its declared gap, a summary, the verdict."""
+        bundle_example(monkeypatch, example_contract.implementations)
         monkeypatch.setenv("COLUMNS", "200")
         assert cli.main(["demo", "--backend", "trio"]) == 0
         lines = capsys.readouterr().out.splitlines()
@@ -428,19 +441,9 @@ class TestDemo:
         assert len(report["reports"]) == sum(len(module.implementations) for module in modules)
         assert report["run"]["targets"] == [module.__name__ for module in modules]
 
-    def test_runs_the_builtin_example_while_no_profile_is_bundled(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """With BUNDLED empty, the demo runs conformkit._demo; otherwise each bundled module."""
-        from conformkit import _demo
-
-        monkeypatch.setattr(profiles, "BUNDLED", ())
-        assert cli._bundled_modules() == [_demo]
-        profile = types.ModuleType("conformkit.profiles.example_for_test")
-        profile.suite = _demo.suite  # type: ignore[attr-defined]
-        profile.implementations = _demo.implementations[:1]  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, profile.__name__, profile)
-        monkeypatch.setattr(profiles, "BUNDLED", ("example_for_test",))
+    def test_runs_each_bundled_module(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The demo runs the modules BUNDLED names, each one's suite against its implementations."""
+        profile = bundle_example(monkeypatch, example_contract.implementations[:1])
         assert cli._bundled_modules() == [profile]
 
     def test_unknown_commands_are_usage_errors(self, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit import _demo
+import example_contract as _demo
 from conformkit._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 from conformkit._exceptions import UsageError
 

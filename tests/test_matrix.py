@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit import _demo
+import example_contract as _demo
 from conformkit._collect import Distribution, Shard, collect_modules, select
 from conformkit._exceptions import UsageError
 from conformkit._matrix import (

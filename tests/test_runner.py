@@ -485,7 +485,8 @@ class TestFailureLocalisation:
         report = await ck.run_contract(ForgetfulMapping(), mapping.suite)
         result = report["read_your_writes"]
         assert result.status is FAILED
-        assert result.error is not None and result.error.__traceback__ is not None
+        assert result.error is not None
+        assert result.error.__traceback__ is not None
         frame = result.error.__traceback__.tb_frame
         assert frame.f_code.co_filename == mapping.__file__
         assert f"(at mapping.py:{result.error.__traceback__.tb_lineno} in " in (result.reason or "")

@@ -24,7 +24,6 @@ from typing import Any, Final, NoReturn, TextIO, final
 
 import anyio
 
-from . import _demo
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._collect import (
     Pair,
@@ -540,11 +539,10 @@ def _run_command(arguments: argparse.Namespace) -> int:
 
 
 def _bundled_modules() -> list[types.ModuleType]:
-    """The bundled profiles, or the built-in example while there are none."""
+    """The bundled profiles."""
     from .profiles import BUNDLED
 
-    modules = [importlib.import_module(f"conformkit.profiles.{name}") for name in BUNDLED]
-    return modules or [_demo]
+    return [importlib.import_module(f"conformkit.profiles.{name}") for name in BUNDLED]
 
 
 def _demo_command(arguments: argparse.Namespace) -> int:

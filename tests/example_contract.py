@@ -1,4 +1,4 @@
-"""A small bundled contract that ``conformkit demo`` runs: a string store."""
+"""A small example contract for the tests of collection, reports and the demo: a string store."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ from typing import Literal, Protocol
 import anyio
 import anyio.lowlevel
 
-from ._feature import Feature
-from ._implementation import FeatureImplementation
-from ._scope import FeatureScope
-from ._suite import ContractSuite
+from conformkit import ContractSuite, Feature, FeatureImplementation, FeatureScope
 
 
 class TextAPI(Protocol):
