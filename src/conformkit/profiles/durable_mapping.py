@@ -26,7 +26,7 @@ import os
 import reprlib
 import shelve
 from collections.abc import Callable, MutableMapping
-from typing import Any, Literal, Protocol, TypeAlias, final
+from typing import Any, Literal, Protocol, TypeAlias, final, get_args
 
 from .._feature import Feature
 from .._implementation import FeatureImplementation
@@ -69,11 +69,7 @@ DurableMappingCase = Literal[
 
 feature = Feature[MappingStore, DurableMappingCase](
     "conformkit.profiles.durable_mapping",
-    cases=(
-        "durable_across_reopen",
-        "overwrite_durable_across_reopen",
-        "delete_durable_across_reopen",
-    ),
+    cases=get_args(DurableMappingCase),
     description=(
         "A store of mappings: open() returns a MutableMapping, close(mapping) closes it, and "
         "a mapping opened later sees every write, overwrite and delete made before the close."

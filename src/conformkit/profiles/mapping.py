@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Final, Literal, TypeAlias, cast, final
+from typing import Any, Final, Literal, TypeAlias, cast, final, get_args
 
 from .._feature import Feature
 from .._implementation import FeatureImplementation
@@ -88,24 +88,7 @@ MappingCase = Literal[
 
 feature = Feature[MappingAPI, MappingCase](
     "conformkit.profiles.mapping",
-    cases=(
-        "read_your_writes",
-        "missing_key_raises_key_error",
-        "delete_missing_raises_key_error",
-        "pop_missing_raises_key_error",
-        "is_mutable_mapping",
-        "overwrite_keeps_length",
-        "iteration_follows_insertion_order",
-        "overwrite_keeps_position",
-        "stored_value_is_a_copy",
-        "returned_value_is_a_copy",
-        "non_str_keys_round_trip",
-        "key_equality_follows_python",
-        "none_value_round_trips",
-        "clear_empties",
-        "errors_surface_at_the_failing_call",
-        "shared_handle_is_thread_safe",
-    ),
+    cases=get_args(MappingCase),
     description=(
         "A collections.abc.MutableMapping that behaves like a dict: KeyError for missing keys, "
         "insertion order, Python's key equality, copies of the values it holds, errors at the "

@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, final
+from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, final, get_args
 
 import anyio
 import anyio.lowlevel
@@ -236,25 +236,7 @@ SessionEventsCase = Literal[
 
 feature = Feature[SessionEventsAPI, SessionEventsCase](
     "conformkit.profiles.session_events",
-    cases=(
-        "missing_session_loads_as_none",
-        "load_returns_created_session",
-        "duplicate_session_rejected",
-        "unknown_session_rejected",
-        "append_is_idempotent",
-        "concurrent_appends_are_idempotent",
-        "sequence_conflict_rejected",
-        "replay_orders_by_sequence",
-        "metadata_cloned_at_create",
-        "metadata_cloned_at_load",
-        "payload_cloned_at_append",
-        "payload_cloned_at_replay",
-        "parent_child_links_preserved",
-        "unknown_parent_rejected",
-        "sessions_are_isolated",
-        "json_round_trips_strictly",
-        "non_json_rejected",
-    ),
+    cases=get_args(SessionEventsCase),
     description=(
         "A session event store: sessions with JSON metadata and parent links, each with "
         "an append-only log of JSON events, idempotent by event ID and replayed in "

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from types import TracebackType
-from typing import Final, Literal, Protocol, Self, TypeAlias, TypeVar, final
+from typing import Final, Literal, Protocol, Self, TypeAlias, TypeVar, final, get_args
 
 import anyio
 import anyio.lowlevel
@@ -716,22 +716,7 @@ WorkspaceCase = Literal[
 
 feature = Feature[WorkspaceAPI, WorkspaceCase](
     "conformkit.profiles.workspace",
-    cases=(
-        "read_your_writes",
-        "missing_reads_none",
-        "overwrite_replaces",
-        "bytes_cloned_on_write",
-        "bytes_cloned_on_read",
-        "nested_write_creates_parents",
-        "listing_names_direct_children",
-        "listing_is_sorted",
-        "file_directory_conflicts_raise",
-        "missing_list_and_remove_raise",
-        "remove_is_precise",
-        "remove_non_empty_needs_recursive",
-        "remove_root_keeps_root",
-        "invalid_paths_rejected",
-    ),
+    cases=get_args(WorkspaceCase),
     description=(
         "A byte store with POSIX-style paths rooted at '/': files hold bytes, directories "
         "are created by writing beneath them, listings name direct children in code-point "
