@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import text_contract as example_contract
 import xmlschema
 
-import example_contract
 from conformkit import cli, profiles
 
 TESTS = Path(__file__).resolve().parent
@@ -418,15 +418,13 @@ class TestDemo:
         assert cli.main(["demo", "--backend", "trio"]) == 0
         lines = capsys.readouterr().out.splitlines()
         assert lines[:3] == [
-            "feature               MemoryText  AppendOnlyText",
-            "conformkit.demo.text  ✓ 5 passed  ✓ 4 passed, 1 unsupported",
+            "feature       MemoryText  AppendOnlyText",
+            "example.text  ✓ 3 passed  ✓ 2 passed, 1 unsupported",
             "",
         ]
-        assert lines[3].startswith(
-            "conformkit.demo.text × AppendOnlyText: 4 passed, 1 unsupported in "
-        )
+        assert lines[3].startswith("example.text × AppendOnlyText: 2 passed, 1 unsupported in ")
         assert lines[4] == "  UNSUPPORTED delete: an append-only log cannot delete"
-        assert lines[5].startswith("2 reports, 10 cases: 9 passed, 1 unsupported in ")
+        assert lines[5].startswith("2 reports, 6 cases: 5 passed, 1 unsupported in ")
         assert lines[6:] == ["verdict: every contract holds"]
 
     def test_writes_the_json_report(

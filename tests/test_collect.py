@@ -7,11 +7,11 @@ import types
 from typing import Any
 
 import pytest
+import text_contract as _demo
 from hypothesis import given
 from hypothesis import strategies as st
 
 import conformkit as ck
-import example_contract as _demo
 from conformkit._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 from conformkit._exceptions import UsageError
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import anyio
 import pytest
+import text_contract as _demo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-import example_contract as _demo
 from conformkit._collect import Distribution, Shard, collect_modules, select
 from conformkit._exceptions import UsageError
 from conformkit._matrix import (
