@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, cast, final
+from typing import Final, Literal, Protocol, cast, final, get_args
 
 import anyio
 import anyio.lowlevel
@@ -199,7 +199,7 @@ class RunStore(Protocol):
 
 # --------------------------------------------------------------------------- the feature
 
-RunStoreCase = Literal[
+_PlainCase = Literal[
     "create_then_get",
     "unknown_run",
     "update_bumps_version",
@@ -208,21 +208,12 @@ RunStoreCase = Literal[
     "invalid_change_rejected",
     "claim_single_owner",
     "claims_are_per_step",
-    "fidelity",
 ]
+RunStoreCase = _PlainCase | Literal["fidelity"]
 
 feature = Feature[RunStore, RunStoreCase](
     "conformkit.profiles.run_store",
-    cases=(
-        "create_then_get",
-        "unknown_run",
-        "update_bumps_version",
-        "stale_update_rejected",
-        "concurrent_updates_single_winner",
-        "invalid_change_rejected",
-        "claim_single_owner",
-        "claims_are_per_step",
-    ),
+    cases=get_args(_PlainCase),
     families={"fidelity": FIELDS},
     description=(
         "A workflow run store: runs read back as written, field by field; updates are "
