@@ -1098,6 +1098,60 @@ class TestShardsAndMerge:
         assert merged.returncode == 0, merged.stderr
         assert merged.stdout.startswith("tests.gaps × Gappy: 1 passed, 1 unsupported in ")
 
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_a_case_raising_its_own_cancellation_is_failed_at_any_concurrency(
+        self, project: Path, backend: str
+    ) -> None:
+        """The case that raised CancelledError is reported failed; it never vanishes."""
+        (project / "case_cancelled.py").write_text(
+            textwrap.dedent(
+                """
+                import anyio
+                import conformkit as ck
+
+                stray = ck.Feature[object]("tests.stray", cases=("a", "cancelled", "c"))
+
+
+                async def cancelled(api: object) -> None:
+                    with anyio.CancelScope() as scope:
+                        scope.cancel()
+                        try:
+                            await anyio.sleep_forever()
+                        except anyio.get_cancelled_exc_class() as exc:
+                            stale = exc
+                            raise
+                    raise stale
+
+
+                suite = ck.ContractSuite(
+                    stray, {"a": lambda api: None, "cancelled": cancelled, "c": lambda api: None}
+                )
+
+
+                class Stray(ck.FeatureImplementation[object]):
+                    feature = stray
+                    coverage = stray.coverage()
+
+                    def create(self, scope: ck.FeatureScope) -> object:
+                        return object()
+                """
+            ),
+            encoding="utf-8",
+        )
+        runs = conformkit_many(
+            [
+                Command(
+                    ["run", "case_cancelled.py", "--backend", backend, "--concurrency", str(n)],
+                    project,
+                )
+                for n in (1, 2, 8)
+            ]
+        )
+        for run in runs:
+            assert run.returncode == 1, run.stdout + run.stderr
+            assert "tests.stray × Stray: 2 passed, 1 failed" in run.stdout, run.stdout
+            assert "raised with no cancellation under way" in run.stdout
+
 
 class TestBaseline:
     """--baseline and --update-baseline: known gaps that can only shrink."""

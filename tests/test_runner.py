@@ -569,6 +569,108 @@ class TestInterrupts:
         ]
 
 
+async def stale_cancellation() -> BaseException:
+    """A cancellation exception caught in a scope that has ended: raising it cancels nothing."""
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class() as exc:
+            caught = exc
+            raise
+    return caught
+
+
+class TestStrayCancellation:
+    """A cancellation exception that no cancellation caused is its case's failure, never a loss."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("max_concurrency", [1, 2, 8])
+    @pytest.mark.parametrize("stage", ["create", "case"])
+    async def test_a_stray_cancellation_fails_only_its_case(
+        self, max_concurrency: int, stage: str
+    ) -> None:
+        """Every planned case keeps one result; the stray one is failed, naming the cause."""
+        stale = await stale_cancellation()
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if stage == "create" and number == 1:
+                raise stale
+
+        async def stray(api: Probe) -> None:
+            await anyio.lowlevel.checkpoint()
+            raise stale
+
+        r = rig(
+            {"before": passing("before"), "stray": stray, "after": passing("after")},
+            on_create=on_create,
+        )
+        report = await ck.run_contract(r.implementation, r.suite, max_concurrency=max_concurrency)
+        assert [result.case_id for result in report.results] == ["before", "stray", "after"]
+        assert statuses(report) == [PASSED, FAILED, PASSED]
+        reason = report["stray"].reason or ""
+        where = " in create()" if stage == "create" else ""
+        assert reason.startswith(
+            f"case 'stray' failed{where}: {type(stale).__name__} raised with no "
+            "cancellation under way"
+        )
+        assert report["stray"].error is stale
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1", "cleanup 2"]
+        with pytest.raises(ck.ContractFailure, match="stray: failed"):
+            ck.assert_contract(report, require_full=True)
+
+    @pytest.mark.parametrize("max_concurrency", [1, 2, 8])
+    def test_a_case_awaiting_a_task_the_implementation_cancelled_fails(
+        self, max_concurrency: int
+    ) -> None:
+        """asyncio: awaiting a future cancelled elsewhere fails the case, and the run goes on."""
+        import asyncio
+
+        async def awaits_cancelled(api: Probe) -> None:
+            future = asyncio.get_running_loop().create_future()
+            future.cancel()
+            await future
+
+        r = rig({"one": passing("one"), "cancelled": awaits_cancelled, "two": passing("two")})
+        report = ck.run_contract_sync(
+            r.implementation, r.suite, backend="asyncio", max_concurrency=max_concurrency
+        )
+        assert statuses(report) == [PASSED, FAILED, PASSED]
+        assert "CancelledError raised with no cancellation under way" in (
+            report["cancelled"].reason or ""
+        )
+
+    @pytest.mark.anyio
+    async def test_a_stray_cancellation_raised_by_contract_cases_is_the_case_failure(
+        self,
+    ) -> None:
+        """A loop's case.run() raises the stray exception as the case's own error."""
+        stale = await stale_cancellation()
+
+        async def stray(api: Probe) -> None:
+            raise stale
+
+        r = rig({"stray": stray})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        with pytest.raises(type(stale)) as excinfo:
+            await case.run()
+        assert excinfo.value is stale
+        assert r.log == ["create 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    async def test_a_report_missing_a_planned_case_is_never_returned(self) -> None:
+        """The invariant check: an execution that lost a result raises instead of reporting."""
+        from conformkit._runner import Execution, RunPlan
+
+        r = rig({"one": passing("one"), "two": passing("two")})
+        plan = RunPlan(r.implementation, r.suite, None)
+        execution = Execution(plan, plan.case_ids)
+        await execution.run(1)
+        execution.results[1] = None
+        with pytest.raises(RuntimeError, match="lost the result of case\\(s\\) 'two'"):
+            execution.report()
+
+
 class TestOutsideCancellation:
     """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
 

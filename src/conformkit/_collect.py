@@ -22,7 +22,7 @@ from typing import Any, Final, final
 from ._exceptions import UsageError
 from ._feature import Coverage, Feature, suggest
 from ._implementation import FeatureImplementation
-from ._runner import _Plan
+from ._runner import RunPlan
 from ._scope import DEFAULT_TIMEOUT
 from ._suite import ContractSuite
 
@@ -53,7 +53,7 @@ class Pair:
 
     implementation: FeatureImplementation[Any, Any]
     suite: ContractSuite[Any, Any]
-    plan: _Plan[Any]
+    plan: RunPlan[Any]
     distribution: Distribution | None
 
     @property
@@ -416,7 +416,7 @@ class _Collector:
                 by_feature[key] = found_implementations
             names: dict[str, str] = {}
             for implementation, place in by_feature[key]:
-                plan = _Plan(implementation, suite, timeout)
+                plan = RunPlan(implementation, suite, timeout)
                 if plan.name in names:
                     raise UsageError(
                         f"two implementations of feature {suite.feature.id!r} are named "

@@ -18,7 +18,7 @@ import anyio
 from ._collect import Distribution, Pair, Shard, matches
 from ._exceptions import UsageError
 from ._report import CaseResult, CaseStatus, ContractReport, describe_exception
-from ._runner import _Execution
+from ._runner import Execution
 
 FORMAT: Final = "conformkit.report"
 """The ``format`` of a JSON report."""
@@ -403,7 +403,7 @@ class Progress:
         self.total = total
         self.done = 0
         self.label = ""
-        self.execution: _Execution[Any] | None = None
+        self.execution: Execution[Any] | None = None
 
     def finished(self) -> int:
         """Cases finished so far, counting those of the pair now running."""
@@ -430,10 +430,10 @@ async def run_pairs(
     async def run() -> list[Entry]:
         entries: list[Entry] = []
         for pair, case_ids in zip(pairs, selections, strict=True):
-            execution = _Execution(pair.plan, len(case_ids))
+            execution = Execution(pair.plan, case_ids)
             progress.execution, progress.label = execution, f"{pair.feature_id} × {pair.name}"
             if case_ids:
-                await execution.run(case_ids, max_concurrency)
+                await execution.run(max_concurrency)
             progress.execution = None
             progress.done += len(case_ids)
             entries.append(Entry.of(pair, execution.report()))

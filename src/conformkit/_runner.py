@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import inspect
 import os
+import sys
 import typing
 from collections.abc import Awaitable, Iterator
 from time import monotonic, perf_counter
@@ -118,7 +119,7 @@ class _Worker:
 
 
 @final
-class _Plan(Generic[API]):
+class RunPlan(Generic[API]):
     """A checked pairing of an implementation and a suite, ready to run any of its cases."""
 
     __slots__ = (
@@ -165,10 +166,10 @@ class _Plan(Generic[API]):
             family_function = cast("FamilyFunction[API]", functions[family])
             self.case_functions[case_id] = _bind(family_function, param)
 
-    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> _Execution[API]:
+    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> Execution[API]:
         """Run the cases; the execution holds their results and what else was seen."""
-        execution = _Execution(self, len(case_ids))
-        await execution.run(case_ids, max_concurrency)
+        execution = Execution(self, case_ids)
+        await execution.run(max_concurrency)
         return execution
 
 
@@ -180,14 +181,15 @@ def _api_type(feature: object) -> object:
 
 
 @final
-class _Execution(Generic[API]):
+class Execution(Generic[API]):
     """The state of one run: results so far, the task group, an interrupt to re-raise."""
 
-    __slots__ = ("called", "interrupt", "plan", "results", "spawner", "stragglers")
+    __slots__ = ("called", "case_ids", "interrupt", "plan", "results", "spawner", "stragglers")
 
-    def __init__(self, plan: _Plan[API], size: int) -> None:
+    def __init__(self, plan: RunPlan[API], case_ids: tuple[str, ...]) -> None:
         self.plan = plan
-        self.results: list[CaseResult | None] = [None] * size
+        self.case_ids = case_ids
+        self.results: list[CaseResult | None] = [None] * len(case_ids)
         self.interrupt: BaseException | None = None
         self.called: set[str] = set()  # API operations the cases called, when recording
         # Scopes whose background work outlived its join, with how many failures
@@ -199,8 +201,24 @@ class _Execution(Generic[API]):
         return [exc for scope, known in self.stragglers for exc in scope._outcome[known:]]
 
     def report(self) -> ContractReport:
-        """The report of a whole run."""
+        """
+        The report of a whole run: exactly one result per planned case, or an error.
+
+        :raises RuntimeError: if a planned case has no result, which would be a bug
+            in conformkit; a report that silently lacks a case could pass a gate.
+        """
         plan = self.plan
+        if None in self.results:
+            missing = [
+                case_id
+                for case_id, result in zip(self.case_ids, self.results, strict=True)
+                if result is None
+            ]
+            raise RuntimeError(
+                f"conformkit lost the result of case(s) {', '.join(map(repr, missing))} of "
+                f"feature {plan.feature_id!r} for {plan.name}; no report is given rather "
+                f"than one that lacks them (a bug in conformkit: please report it)"
+            )
         unexercised = None
         if plan.operations is not None:
             unexercised = tuple(name for name in plan.operations if name not in self.called)
@@ -215,10 +233,10 @@ class _Execution(Generic[API]):
     def finished(self) -> list[CaseResult]:
         return [result for result in self.results if result is not None]
 
-    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> None:
+    async def run(self, max_concurrency: int) -> None:
         plan = self.plan
         pending: list[_Pending[API]] = []
-        for index, case_id in enumerate(case_ids):
+        for index, case_id in enumerate(self.case_ids):
             coverage = plan.coverage[case_id]
             function = plan.case_functions[case_id]
             if isinstance(coverage, Unsupported):
@@ -360,10 +378,29 @@ class _Execution(Generic[API]):
             )
             self.results[index] = result if declared is None else _probed(result, declared)
             return
-        if isinstance(error, cancelled) or (error is not None and not isinstance(error, Exception)):
-            raise error  # outside cancellation or an interrupt: never a case outcome
+        if isinstance(error, cancelled):
+            # A real cancellation is delivered again here and ends the run. A
+            # cancellation exception the code under test raised on its own (a
+            # library bug, or a stale one re-raised) is that case's failure.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            if _natively_cancelled():
+                raise error
+        elif error is not None and not isinstance(error, Exception):
+            raise error  # an interrupt: never a case outcome
         result = _judge(case_id, stage, error, tuple(cleanup_errors), duration)
         self.results[index] = result if declared is None else _probed(result, declared)
+
+
+def _natively_cancelled() -> bool:
+    """Whether asyncio itself was asked to cancel this task (``Task.cancel()``, not a scope)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not on asyncio
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 _Pending: TypeAlias = tuple[int, str, CaseFunction[API], str | None]
@@ -396,6 +433,11 @@ def _judge(
     _trim_traceback(error)
     where = " in create()" if stage == "create" else ""
     reason = f"{format_error(error)}{_location(error)}"
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        reason = (
+            f"{type(error).__name__} raised with no cancellation under way, a stray or "
+            f"re-raised cancellation in the code under test{_location(error)}"
+        )
     if cleanup_errors:
         reason += f"; {len(cleanup_errors)} cleanup(s) failed too"
     if isinstance(error, FeatureUnavailable):
@@ -479,7 +521,7 @@ async def run_contract(
         implementation do not belong to the same feature, the suite lacks a case
         or the coverage is incomplete.
     """
-    plan = _Plan(
+    plan = RunPlan(
         implementation,
         suite,
         timeout,
@@ -490,7 +532,7 @@ async def run_contract(
     return execution.report()
 
 
-def _check_backend(backend: object) -> Backend:
+def check_backend(backend: object) -> Backend:
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be 'asyncio' or 'trio', got {backend!r}")
     if backend == "trio" and importlib.util.find_spec("trio") is None:
@@ -515,7 +557,7 @@ def run_contract_sync(
 
     :param backend: ``"asyncio"`` or ``"trio"`` (which needs the ``trio`` extra).
     """
-    backend = _check_backend(backend)
+    backend = check_backend(backend)
     runner = functools.partial(
         run_contract,
         implementation,
@@ -543,7 +585,7 @@ class ContractCase(Generic[API]):
 
     __slots__ = ("_plan", "coverage", "feature_id", "id", "implementation")
 
-    def __init__(self, plan: _Plan[API], case_id: str) -> None:
+    def __init__(self, plan: RunPlan[API], case_id: str) -> None:
         self._plan = plan
         self.id = case_id
         self.feature_id = plan.feature_id
@@ -570,7 +612,8 @@ class ContractCase(Generic[API]):
         if isinstance(self.coverage, Unsupported):
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
         execution = await self._plan.run((self.id,), 1)
-        [result], late_errors = execution.finished(), execution.late_errors()
+        report = execution.report()
+        [result], late_errors = report.results, report.cleanup_errors
         if result.status is CaseStatus.PASSED and not late_errors:
             return
         errors = [
@@ -587,7 +630,7 @@ class ContractCase(Generic[API]):
     def run_sync(self, *, backend: Backend = "asyncio") -> None:
         """:meth:`run` from synchronous code, on an event loop of its own."""
         __tracebackhide__ = True
-        anyio.run(self.run, backend=_check_backend(backend))
+        anyio.run(self.run, backend=check_backend(backend))
 
 
 def contract_cases(
@@ -612,5 +655,5 @@ def contract_cases(
         :exc:`LawViolation`.
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
-    plan = _Plan(implementation, suite, timeout, reject_vacuous=reject_vacuous)
+    plan = RunPlan(implementation, suite, timeout, reject_vacuous=reject_vacuous)
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]

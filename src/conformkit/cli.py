@@ -37,7 +37,7 @@ from ._exceptions import ContractDefinitionError, UsageError
 from ._feature import Unsupported
 from ._formats import FORMATS, SUFFIXES, printable, render
 from ._matrix import Matrix, Progress, from_json, merge, now, run_information, run_pairs
-from ._runner import _check_backend
+from ._runner import check_backend
 from ._scope import DEFAULT_TIMEOUT, check_timeout
 
 __all__ = ["main"]
@@ -465,7 +465,7 @@ class _ProgressLine:
 
 def _backend(name: str) -> str:
     try:
-        return _check_backend(name)
+        return check_backend(name)
     except ModuleNotFoundError as error:
         raise UsageError(str(error)) from error
 
