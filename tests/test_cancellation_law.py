@@ -8,6 +8,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from conformkit import ContractDefinitionError
 from conformkit.laws import LawViolation, assert_honours_cancellation
 
 EXPIRES = 0.1
@@ -431,9 +432,11 @@ class TestArguments:
     @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [0, -1.0, math.nan, math.inf, True, "1"])
     async def test_rejects_a_timeout_that_is_not_a_positive_number(self, timeout: object) -> None:
-        """A zero, negative, NaN, infinite, boolean or non-numeric timeout is a ValueError."""
+        """A zero, negative, NaN, infinite, boolean or non-numeric timeout is rejected."""
         service = Service()
-        with pytest.raises(ValueError, match=r"^timeout must be a positive number of seconds"):
+        with pytest.raises(
+            ContractDefinitionError, match=r"^timeout must be a positive, finite number"
+        ):
             await assert_honours_cancellation(
                 service.handle,
                 started=service.started,

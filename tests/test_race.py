@@ -12,7 +12,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from conformkit import LawViolation
+from conformkit import ContractDefinitionError, LawViolation
 from conformkit.laws import CallOutcome, RaceOutcomes, race, race_in_threads
 
 DEADLINE = 0.05
@@ -627,7 +627,9 @@ class TestArguments:
     async def test_timeout_must_be_positive_or_none(self, timeout: object) -> None:
         """timeout is a positive number of seconds or None, as everywhere in conformkit."""
         for function in (race, race_in_threads):
-            with pytest.raises(ValueError, match=r"^timeout must be a positive number") as caught:
+            with pytest.raises(
+                ContractDefinitionError, match=r"^timeout must be a positive, finite number"
+            ) as caught:
                 await function(2, cast("Any", _returns), timeout=cast("float", timeout))
             assert "\n" not in str(caught.value)
 

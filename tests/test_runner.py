@@ -885,13 +885,14 @@ class TestDefinitionChecks:
         )
 
     @pytest.mark.anyio
-    @pytest.mark.parametrize("timeout", [0, -1, math.nan])
-    async def test_a_bad_timeout_is_a_value_error(self, timeout: float) -> None:
-        """timeout must be a positive number or None; nothing runs otherwise."""
+    @pytest.mark.parametrize("timeout", [0, -1, math.nan, math.inf, 10**400])
+    async def test_a_bad_timeout_is_a_definition_error(self, timeout: float) -> None:
+        """timeout must be a positive, finite number or None; nothing runs otherwise."""
         r = rig({"a": passing("a")})
         await expect_rejection(
-            r, r.implementation, r.suite, ["timeout"], error=ValueError, timeout=timeout
-        )
+            r, r.implementation, r.suite, ["timeout"], error=ck.ContractDefinitionError,
+            timeout=timeout,
+        )  # fmt: skip
 
     def test_an_unknown_backend_is_a_value_error(self) -> None:
         """run_contract_sync and run_sync reject backend='curio' before anything runs."""

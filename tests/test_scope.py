@@ -1006,13 +1006,16 @@ class TestDefer:
 
 class TestOpenFeatureArguments:
     @pytest.mark.anyio
-    @pytest.mark.parametrize("timeout", [-1, 0, -0.5, math.nan, "x", True])
+    @pytest.mark.parametrize("timeout", [-1, 0, -0.5, math.nan, math.inf, 10**400, "x", True])
     async def test_rejects_a_bad_timeout(self, timeout: object) -> None:
-        """A timeout that is not a positive number or None is a ValueError, before create runs."""
+        """A timeout that is not a positive, finite number or None is rejected before create."""
         implementation = SyncImplementation(no_setup)
-        with pytest.raises(ValueError, match="timeout must be a positive number.*got"):
+        with pytest.raises(
+            ck.ContractDefinitionError, match="^timeout must be a positive, finite number.*got"
+        ) as caught:
             async with ck.open_feature(implementation, timeout=timeout):  # type: ignore[arg-type]
                 pytest.fail("the body ran with a bad timeout")
+        assert "\n" not in str(caught.value)
         assert implementation.log.events == []
 
     @pytest.mark.anyio

@@ -13,7 +13,8 @@ from typing import Any, Final, final
 from ._exceptions import UsageError
 from ._feature import suggest
 from ._matrix import BaselineInfo, BaselineMark, CaseRecord, Matrix, StaleEntry, clean
-from ._report import CaseStatus, _one_line
+from ._report import CaseStatus
+from ._util import one_line
 
 BASELINE_VERSION: Final = 1
 """The version of the baseline file format; see docs/report-format.md."""
@@ -202,8 +203,8 @@ def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:
 
 def _new_reason(result: CaseRecord) -> str:
     if result.status is CaseStatus.UNSUPPORTED:  # with --require-full
-        return _one_line(f"unsupported: {result.reason}", 200)
-    return _one_line(result.reason or result.status.value, 200)
+        return one_line(f"unsupported: {result.reason}", 200)
+    return one_line(result.reason or result.status.value, 200)
 
 
 def render_baseline(baseline: Baseline) -> str:

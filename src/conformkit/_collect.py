@@ -25,16 +25,10 @@ from ._implementation import FeatureImplementation
 from ._runner import RunPlan
 from ._scope import DEFAULT_TIMEOUT
 from ._suite import ContractSuite
+from ._util import error_line
 
 ENTRY_POINT_GROUP: Final = "conformkit.contracts"
 """The entry-point group in which installed distributions publish their contracts."""
-
-
-def describe_error(error: BaseException) -> str:
-    """``TypeName: message`` on one line, for a message that must fit on one line."""
-    message = str(error)
-    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return " ".join(text.splitlines())
 
 
 @final
@@ -132,7 +126,7 @@ def collect(
             try:
                 value = entry.load()
             except Exception as error:
-                raise UsageError(f"{where} cannot be loaded: {describe_error(error)}") from error
+                raise UsageError(f"{where} cannot be loaded: {error_line(error)}") from error
             context = sys.modules.get(entry.module)
             if context is not None:
                 collector.contexts.append((context, distribution))
@@ -217,9 +211,9 @@ def _import_module(name: str, shown: str) -> types.ModuleType:
         # dependency missing inside an existing module is an import failure instead.
         if error.name is not None and (name == error.name or name.startswith(error.name + ".")):
             raise UsageError(f"cannot import {shown!r}: no module named {error.name!r}") from error
-        raise UsageError(f"cannot import {shown!r}: {describe_error(error)}") from error
+        raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
     except Exception as error:
-        raise UsageError(f"cannot import {shown!r}: {describe_error(error)}") from error
+        raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
 
 
 def _import_file(shown: str) -> types.ModuleType:
@@ -270,7 +264,7 @@ def _import_loose_file(path: Path, shown: str) -> types.ModuleType:
         spec.loader.exec_module(module)
     except Exception as error:
         del sys.modules[name]
-        raise UsageError(f"cannot import {shown!r}: {describe_error(error)}") from error
+        raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
     return module
 
 
@@ -506,7 +500,7 @@ def _construct(cls: type[Any], where: str) -> FeatureImplementation[Any, Any]:
     try:
         instance = cls()
     except Exception as error:
-        raise UsageError(f"{where}: {cls.__qualname__}() raised {describe_error(error)}") from error
+        raise UsageError(f"{where}: {cls.__qualname__}() raised {error_line(error)}") from error
     if not isinstance(instance, FeatureImplementation):
         raise UsageError(f"{where}: {cls.__qualname__}() did not return an instance of it")
     return instance

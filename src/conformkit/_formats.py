@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Final, final
 
 from ._matrix import CaseRecord, Entry, Matrix
-from ._report import CaseStatus, _one_line
+from ._report import CaseStatus
+from ._util import one_line
 
 FORMATS: Final = ("text", "json", "junit", "markdown", "html")
 """The formats ``--format`` takes."""
@@ -72,7 +73,7 @@ def printable(text: str) -> str:
 
 
 def _line(text: str | None, limit: int = 240) -> str:
-    return printable(_one_line(text, limit))
+    return printable(one_line(text, limit))
 
 
 def counts_text(counts: dict[CaseStatus, int]) -> str:
@@ -374,7 +375,7 @@ def _junit_outcome(
     reason = result.reason or ""
     if mark is not None and mark.outcome == "known":
         message = f"known failure (baseline: {mark.reason}): {result.status.value}: {reason}"
-        return "skipped", {"message": _one_line(message, _MESSAGE_LIMIT)}, _details(result)
+        return "skipped", {"message": one_line(message, _MESSAGE_LIMIT)}, _details(result)
     if mark is not None:
         what = "passed" if mark.outcome == "unexpected-pass" else f"is {result.status.value}"
         message = (
@@ -388,10 +389,10 @@ def _junit_outcome(
         if require_full:
             message = f"unsupported, and --require-full needs every case to pass: {reason}"
             return "failure", {"message": message, "type": "require-full"}, message
-        return "skipped", {"message": _one_line(reason, _MESSAGE_LIMIT)}, ""
+        return "skipped", {"message": one_line(reason, _MESSAGE_LIMIT)}, ""
     kind = result.error.type if result.error is not None else result.status.value
     tag = "error" if result.status is CaseStatus.UNAVAILABLE else "failure"
-    return tag, {"message": _one_line(reason, _MESSAGE_LIMIT), "type": kind}, _details(result)
+    return tag, {"message": one_line(reason, _MESSAGE_LIMIT), "type": kind}, _details(result)
 
 
 @final
@@ -486,7 +487,7 @@ def render_junit(matrix: Matrix) -> str:
                 ("error", "(cleanup)") if label == "cleanup error" else ("failure", "(gate)")
             )
             text = f"{label}: {message}"
-            attributes = {"message": _one_line(text, _MESSAGE_LIMIT), "type": "gate"}
+            attributes = {"message": one_line(text, _MESSAGE_LIMIT), "type": "gate"}
             suite.add(name, classname, 0.0, (tag, attributes, text))
         suites.append(suite)
     if matrix.stale:
@@ -580,7 +581,7 @@ def render_markdown(matrix: Matrix) -> str:
 
 def _markdown_outcome(result: CaseRecord, require_full: bool) -> str:
     mark = result.baseline
-    reason = markdown_text(_one_line(result.reason))
+    reason = markdown_text(one_line(result.reason))
     if mark is None:
         suffix = (
             " (--require-full)" if require_full and result.status is CaseStatus.UNSUPPORTED else ""

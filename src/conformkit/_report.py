@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, final
 
 from ._exceptions import ContractFailure
+from ._util import format_error, one_line
 
 
 @final
@@ -152,12 +153,12 @@ class ContractReport:
         for result in self.results:
             if result.status is not CaseStatus.PASSED:
                 lines.append(
-                    f"  {result.status.upper()} {result.case_id}: {_one_line(result.reason)}"
+                    f"  {result.status.upper()} {result.case_id}: {one_line(result.reason)}"
                 )
         if self.unexercised:
             lines.append(f"  operations no case exercised: {', '.join(self.unexercised)}")
         for exc in self.cleanup_errors:
-            lines.append(f"  CLEANUP ERROR: {_one_line(format_error(exc))}")
+            lines.append(f"  CLEANUP ERROR: {one_line(format_error(exc))}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,11 +171,6 @@ class ContractReport:
             "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
             "unexercised": None if self.unexercised is None else list(self.unexercised),
         }
-
-
-def format_error(exc: BaseException) -> str:
-    """``TypeName: message``, the way a traceback's last line shows it."""
-    return "".join(traceback.format_exception_only(exc)).strip()
 
 
 def describe_exception(exc: BaseException) -> dict[str, str]:
@@ -190,14 +186,6 @@ def describe_exception(exc: BaseException) -> dict[str, str]:
         "message": str(exc),
         "traceback": "".join(traceback.format_exception(exc)),
     }
-
-
-def _one_line(text: str | None, limit: int = 240) -> str:
-    line = (text or "").strip().splitlines()[0] if text and text.strip() else ""
-    more = line != (text or "").strip()
-    if len(line) > limit:
-        line, more = line[: limit - 1], True
-    return line + ("…" if more else "")
 
 
 def assert_contract(

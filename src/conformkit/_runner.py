@@ -26,9 +26,10 @@ from ._exceptions import (
 from ._feature import API, CaseName, Coverage, Plan, Unsupported
 from ._implementation import FeatureImplementation
 from ._recording import CallRecorder, api_operations
-from ._report import CaseResult, CaseStatus, ContractReport, format_error
-from ._scope import DEFAULT_TIMEOUT, FeatureScope, check_timeout
+from ._report import CaseResult, CaseStatus, ContractReport
+from ._scope import DEFAULT_TIMEOUT, FeatureScope
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
+from ._util import check_timeout, format_error
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")

@@ -14,6 +14,7 @@ from anyio.abc import TaskGroup
 from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
+from ._util import callable_name, check_timeout
 
 if TYPE_CHECKING:
     from ._implementation import FeatureImplementation
@@ -25,26 +26,6 @@ _CleanupT = TypeVar("_CleanupT", bound=Callable[[], object])
 _PosArgsT = TypeVarTuple("_PosArgsT")
 
 _OPEN, _CLOSING, _CLOSED = 0, 1, 2
-
-
-def check_timeout(timeout: object) -> float | None:
-    """Return ``timeout`` if it is ``None`` or a positive number, else raise ``ValueError``."""
-    if timeout is None:
-        return None
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or math.isnan(timeout)
-        or timeout <= 0
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    return float(timeout)
-
-
-def describe_callable(function: object) -> str:
-    """Name a callable for a message: its qualified name, or its repr."""
-    name = getattr(function, "__qualname__", None)
-    return name if isinstance(name, str) else repr(function)
 
 
 @final
@@ -243,7 +224,7 @@ class FeatureScope:
             await result
         if deadline.cancelled_caught:
             raise TimeoutError(
-                f"{self._where()}: cleanup {describe_callable(cleanup)} exceeded the "
+                f"{self._where()}: cleanup {callable_name(cleanup)} exceeded the "
                 f"{self._timeout:g}s deadline (stage 'cleanup')"
             )
 

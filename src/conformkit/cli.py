@@ -29,7 +29,6 @@ from ._collect import (
     Pair,
     collect,
     collect_modules,
-    describe_error,
     parse_shard,
     select,
 )
@@ -38,7 +37,8 @@ from ._feature import Unsupported
 from ._formats import FORMATS, SUFFIXES, printable, render
 from ._matrix import Matrix, Progress, from_json, merge, now, run_information, run_pairs
 from ._runner import check_backend
-from ._scope import DEFAULT_TIMEOUT, check_timeout
+from ._scope import DEFAULT_TIMEOUT
+from ._util import check_timeout, error_line
 
 __all__ = ["main"]
 
@@ -261,9 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseExceptionGroup as group:
         if group.subgroup(KeyboardInterrupt) is not None:
             return _error(group, debug, "interrupted", status=130)
-        return _error(group, debug, f"unexpected {describe_error(group)}")
+        return _error(group, debug, f"unexpected {error_line(group)}")
     except Exception as error:
-        return _error(error, debug, f"unexpected {describe_error(error)}")
+        return _error(error, debug, f"unexpected {error_line(error)}")
     return status
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
-from typing import Protocol, final
+from typing import Protocol, cast, final
 
 import anyio
 
 from .._exceptions import LawViolation
-from .._report import format_error
-from .._scope import describe_callable
+from .._util import callable_name, check_timeout, format_error
 
 
 class _Signal(Protocol):
@@ -73,13 +71,7 @@ async def assert_honours_cancellation(
         event is already set before the call starts.
     :raises TypeError: if ``call`` or ``afterwards`` is not callable.
     """
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    timeout = cast("float", check_timeout(timeout, optional=False))
     for name, function in (("call", call), ("afterwards", afterwards)):
         if function is not None and not callable(function):
             raise TypeError(f"{name} must be a callable returning an awaitable, got {function!r}")
@@ -89,7 +81,7 @@ async def assert_honours_cancellation(
         if callable(is_set) and is_set():
             raise ValueError(f"{name} is already set before the call starts; pass a fresh event")
 
-    name = describe_callable(call)
+    name = callable_name(call)
     the_call = "the call" if name.endswith("<lambda>") else f"the call {name}"
     running = _Call()
     async with anyio.create_task_group() as task_group:

@@ -13,8 +13,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .._exceptions import LawViolation
-from .._report import format_error
-from .._scope import check_timeout, describe_callable
+from .._util import callable_name, check_timeout, format_error
 
 _T = TypeVar("_T")
 
@@ -257,7 +256,7 @@ class _Race(Generic[_T]):
         invariant: Callable[[], Awaitable[None] | None] | None,
     ) -> None:
         self.n = n
-        self.where = f"{function_name}({n}, {describe_callable(fn)})"
+        self.where = f"{function_name}({n}, {callable_name(fn)})"
         self.timeout = timeout
         self.invariant = invariant
         self.states = [_WAITING] * n
@@ -290,7 +289,7 @@ class _Race(Generic[_T]):
         outcomes = RaceOutcomes(cast("list[CallOutcome[_T]]", self.outcomes))
         if invariant_error is not None:
             raise LawViolation(
-                f"{self.where}: the invariant {describe_callable(self.invariant)} failed "
+                f"{self.where}: the invariant {callable_name(self.invariant)} failed "
                 f"after every call finished: {_first_line(format_error(invariant_error))}\n"
                 f"{_indented(outcomes)}"
             ) from invariant_error
@@ -329,7 +328,7 @@ class _Race(Generic[_T]):
         if result is not None:
             # A predicate's False would otherwise pass silently.
             raise TypeError(
-                f"the invariant {describe_callable(invariant)} must return None and raise "
+                f"the invariant {callable_name(invariant)} must return None and raise "
                 f"to report a broken invariant; it returned {result!r}"
             )
         return None
@@ -345,7 +344,7 @@ class _Race(Generic[_T]):
         elif self.checking:
             head = (
                 f"{self.where}: every call finished, but the invariant "
-                f"{describe_callable(self.invariant)} was still running at {deadline}"
+                f"{callable_name(self.invariant)} was still running at {deadline}"
             )
         else:
             head = (

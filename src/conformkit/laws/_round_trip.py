@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Any, Final, TypeVar, final, overload
 
 from .._exceptions import LawViolation
-from .._scope import describe_callable
+from .._util import callable_name
 
 _T = TypeVar("_T")
 _E = TypeVar("_E")
@@ -359,7 +359,7 @@ def _json_obstacle(data: object, path: str, active: set[int]) -> str | None:
 
 
 def _name(function: object) -> str:
-    return _cut(describe_callable(function), 80)
+    return _cut(callable_name(function), 80)
 
 
 def _codec_names(encode: object, decode: object) -> str:

@@ -1,0 +1,128 @@
+"""Small helpers that the core, the laws, the profiles and the command line share."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import reprlib
+import traceback
+import types
+from typing import Final
+
+from ._exceptions import ContractDefinitionError
+
+__all__ = [
+    "callable_name",
+    "check_timeout",
+    "cut",
+    "error_line",
+    "format_error",
+    "import_module_named",
+    "one_line",
+    "short_repr",
+]
+
+SHOWN: Final = 200
+"""The most characters of any one value that a message shows."""
+
+_repr = reprlib.Repr()
+_repr.maxlevel = 4
+_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdeque = 8
+_repr.maxdict = 8
+_repr.maxstring = 60
+_repr.maxlong = 40
+_repr.maxother = 100  # room for a whole datetime with its tzinfo
+
+
+def cut(text: str, limit: int = SHOWN) -> str:
+    """``text`` if it is at most ``limit`` characters, else cut in the middle with `` ... ``."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return f"{text[:half]} ... {text[len(text) - half :]}"
+
+
+def short_repr(value: object, limit: int = SHOWN) -> str:
+    """
+    A repr of ``value`` for a message: at most ``limit`` characters, nested
+    containers shortened, long byte strings shown by their length and first bytes.
+    """
+    if isinstance(value, bytes | bytearray) and len(value) > 40:
+        return f"{len(value)} bytes starting {bytes(value[:16])!r}"
+    return cut(_repr.repr(value), limit)
+
+
+def one_line(text: str | None, limit: int = 240) -> str:
+    """The first line of ``text``, at most ``limit`` characters, with ``…`` if anything was cut."""
+    line = (text or "").strip().splitlines()[0] if text and text.strip() else ""
+    more = line != (text or "").strip()
+    if len(line) > limit:
+        line, more = line[: limit - 1], True
+    return line + ("…" if more else "")
+
+
+def format_error(exc: BaseException) -> str:
+    """``TypeName: message``, the way a traceback's last line shows it."""
+    return "".join(traceback.format_exception_only(exc)).strip()
+
+
+def error_line(error: BaseException) -> str:
+    """``TypeName: message`` on one line, for a message that must fit on one line."""
+    message = str(error)
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return " ".join(text.splitlines())
+
+
+def callable_name(function: object) -> str:
+    """Name a callable for a message: its qualified name, or its repr."""
+    name = getattr(function, "__qualname__", None)
+    return name if isinstance(name, str) else repr(function)
+
+
+def check_timeout(timeout: object, *, what: str = "timeout", optional: bool = True) -> float | None:
+    """
+    Check a deadline in seconds: a positive, finite number, or ``None`` for none
+    when ``optional``.
+
+    :raises ContractDefinitionError: naming the parameter and the value, on one line.
+    """
+    expected = "a positive, finite number of seconds" + (" or None" if optional else "")
+    if timeout is None and optional:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ContractDefinitionError(f"{what} must be {expected}, got {short_repr(timeout, 40)}")
+    try:
+        seconds = float(timeout)
+    except OverflowError:
+        seconds = math.inf
+    if not (0 < seconds < math.inf):
+        raise ContractDefinitionError(f"{what} must be {expected}, got {short_repr(timeout, 40)}")
+    return seconds
+
+
+class ImportByNameError(Exception):
+    """A module named by a dotted name could not be imported; the message says why."""
+
+    def __init__(self, message: str, *, missing: bool) -> None:
+        super().__init__(message)
+        #: the module itself (or a parent package) does not exist: the name is wrong
+        self.missing = missing
+
+
+def import_module_named(name: str) -> types.ModuleType:
+    """
+    Import a module by its absolute dotted name.
+
+    :raises ImportByNameError: ``missing`` when the module itself (or a parent
+        package) is absent, so the name is wrong; otherwise the module exists but
+        importing it failed, and the message gives the error on one line.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        # A dependency missing inside an existing module is an import failure instead.
+        if error.name is not None and (name == error.name or name.startswith(error.name + ".")):
+            raise ImportByNameError(f"no module named {error.name!r}", missing=True) from error
+        raise ImportByNameError(error_line(error), missing=False) from error
+    except Exception as error:
+        raise ImportByNameError(error_line(error), missing=False) from error
