@@ -1,0 +1,116 @@
+"""Reasons that say what happened: exception groups by their leaves, asserts by their source."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+from types import FrameType, TracebackType
+from typing import Final
+
+from ._util import format_error, one_line, short_repr
+
+__all__ = ["assertion_detail", "describe_error", "group_leaves"]
+
+_MAX_LEAVES: Final = 3
+"""The most distinct leaf exceptions a reason lists before saying how many more."""
+_MAX_NAMES: Final = 6
+"""The most local values an assertion's detail shows."""
+
+
+def group_leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions that are not groups inside ``group``, depth first, in order."""
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(reversed(exc.exceptions))
+        else:
+            leaves.append(exc)
+    return leaves
+
+
+def describe_error(error: BaseException) -> str:
+    """
+    ``TypeName: message`` on one line, made to say what happened.
+
+    An exception group is described by its leaves, each distinct one once with a
+    count when repeated, at most three of them. A bare ``assert`` (an
+    :exc:`AssertionError` with no message) shows the statement and the values
+    of the local names it reads, while its frame is still alive.
+    """
+    if isinstance(error, BaseExceptionGroup):
+        counts: dict[str, int] = {}
+        for leaf in group_leaves(error):
+            text = one_line(describe_error(leaf))
+            counts[text] = counts.get(text, 0) + 1
+        shown = [
+            text if n == 1 else f"{text} (×{n})" for text, n in list(counts.items())[:_MAX_LEAVES]
+        ]
+        more = len(counts) - len(shown)
+        if more:
+            shown.append(f"and {more} more")
+        return "; ".join(shown) or format_error(error)
+    if type(error) is AssertionError and not error.args:
+        detail = assertion_detail(error)
+        if detail is not None:
+            return f"AssertionError: {detail}"
+    return format_error(error)
+
+
+def assertion_detail(error: BaseException) -> str | None:
+    """
+    ``assert got == expected (got='a', expected='b')`` for a failed ``assert``.
+
+    The statement is read from the source of the innermost frame of the traceback;
+    the values are the ``repr`` (shortened) of each name the statement reads that
+    is a local of that frame. ``None`` when the source cannot be found, or the line
+    that raised is not an ``assert`` statement.
+    """
+    tb: TracebackType | None = error.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    statement = _assert_statement(tb.tb_frame, tb.tb_lineno)
+    if statement is None:
+        return None
+    node, text = statement
+    local_values = tb.tb_frame.f_locals
+    names: list[str] = []
+    for sub in ast.walk(node.test):
+        if (
+            isinstance(sub, ast.Name)
+            and isinstance(sub.ctx, ast.Load)
+            and sub.id in local_values
+            and sub.id not in names
+        ):
+            names.append(sub.id)
+    values = ", ".join(
+        f"{name}={short_repr(local_values[name], 80)}" for name in names[:_MAX_NAMES]
+    )
+    if len(names) > _MAX_NAMES:
+        values += ", …"
+    return f"{text} ({values})" if values else text
+
+
+def _assert_statement(frame: FrameType, lineno: int) -> tuple[ast.Assert, str] | None:
+    """The ``assert`` statement in ``frame``'s source file that covers ``lineno``, and its text."""
+    source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
+    if not source:
+        return None
+    for node in _asserts(source):
+        if node.lineno <= lineno <= (node.end_lineno or node.lineno):
+            return node, one_line(f"assert {ast.unparse(node.test)}", 200)
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _asserts(source: str) -> tuple[ast.Assert, ...]:
+    """The ``assert`` statements of a source file; many failures in one file parse it once."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Assert))
