@@ -388,7 +388,7 @@ class Execution(Generic[API]):
                 raise error
         elif error is not None and not isinstance(error, Exception):
             raise error  # an interrupt: never a case outcome
-        result = _judge(case_id, stage, error, tuple(cleanup_errors), duration)
+        result = _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
         self.results[index] = result if declared is None else _probed(result, declared)
 
 
@@ -418,7 +418,7 @@ def _probed(result: CaseResult, declared: str) -> CaseResult:
     return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
 
 
-def _judge(
+def _failed_result(
     case_id: str,
     stage: str,
     error: BaseException | None,
