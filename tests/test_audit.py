@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import conformkit as ck
-from conformkit._audit import SuiteAuditFailure, audit_suites
+from conformkit import SuiteAuditFailure, audit_suites
 
 PACKAGE = "auditpkg"
 
