@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import unittest
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ._report import ContractReport
 
 
@@ -19,6 +20,7 @@ class ConformkitError(Exception):
     """
 
 
+@final
 class ContractDefinitionError(ConformkitError, ValueError):
     """
     A feature, suite, implementation or run option is malformed.
@@ -38,6 +40,7 @@ class FeatureUnavailable(ConformkitError):
     """
 
 
+@final
 class ContractFailure(ConformkitError, AssertionError):
     """
     The gate rejected a report.
@@ -61,6 +64,7 @@ class LawViolation(ConformkitError, AssertionError):
     """
 
 
+@final
 class CaseUnsupported(ConformkitError, unittest.SkipTest):
     """
     Raised by :meth:`ContractCase.run` for a case the implementation does not support.
