@@ -217,7 +217,7 @@ def _walk(module: types.ModuleType, root: str) -> Iterator[types.ModuleType]:
     path = getattr(module, "__path__", None)
     if path is None:
         return
-    # Imported here: only a scan of a package needs it, and it is slow to import.
+    # Imported here: only a scan of a package needs it, so importing conformkit does not.
     import pkgutil
 
     # walk_packages would swallow a subpackage's ImportError; this walk raises every one.
