@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 import textwrap
 import types
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 import conformkit as ck
-from conformkit._audit import SuiteAuditFailure, audit_suites
+from conformkit import SuiteAuditFailure, audit_suites
 
 PACKAGE = "auditpkg"
 
@@ -291,6 +292,22 @@ blob_suite = ck.ContractSuite(blob, {"put": case})
             audit_suites(f"{PACKAGE}.empty")
         with pytest.raises(ck.ContractDefinitionError, match="found no Feature in 'textwrap'"):
             audit_suites(textwrap)
+
+    def test_only_a_package_scan_imports_pkgutil(self) -> None:
+        """Importing conformkit leaves pkgutil unloaded; the first scan of a package loads it."""
+        code = (
+            "import sys, conformkit\n"
+            "print('pkgutil' in sys.modules)\n"
+            "try:\n"
+            "    conformkit.audit_suites('json')\n"
+            "except conformkit.ContractDefinitionError:\n"
+            "    pass  # json defines no feature: the scan ran and found none\n"
+            "print('pkgutil' in sys.modules)\n"
+        )
+        output = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert output.stdout.split() == ["False", "True"]
 
 
 class TestBadInput:

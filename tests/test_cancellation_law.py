@@ -249,6 +249,24 @@ class TestCallsThatDoNotWaitToBeCancelled:
             )
 
     @pytest.mark.anyio
+    async def test_a_huge_returned_value_is_shortened(self) -> None:
+        """The value a call returned on its own is shown shortened, not in full."""
+        service = Service()
+
+        async def returns_a_lot() -> list[int]:
+            service.started.set()
+            return list(range(100_000))
+
+        with pytest.raises(LawViolation) as caught:
+            await assert_honours_cancellation(
+                returns_a_lot,
+                started=service.started,
+                cleaned_up=service.cleaned_up,
+                timeout=AMPLE,
+            )
+        assert "returned [0, 1, 2, 3, 4, 5, 6, 7, ...] before it was cancelled" in str(caught.value)
+
+    @pytest.mark.anyio
     async def test_a_call_that_returns_without_starting(self) -> None:
         """A call that returns without setting started is reported at once, not as never started."""
         service = Service()

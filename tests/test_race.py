@@ -275,11 +275,21 @@ class TestOutcomes:
         assert RaceOutcomes[int]([outcome]).all_succeed() == [1]
 
     def test_long_values_are_shortened(self) -> None:
-        """A huge return value does not flood the message: its repr is cut at 200 characters."""
+        """A huge return value does not flood the message: its repr is cut, both ends shown."""
         line = str(CallOutcome(0, value="x" * 1000))
         assert line.startswith("call 0: returned 'xxx")
-        assert line.endswith("...")
-        assert len(line) == len("call 0: returned ") + 200
+        assert "..." in line
+        assert line.endswith("xxx'")
+        assert len(line) <= len("call 0: returned ") + 200
+
+    def test_big_containers_and_errors_are_shortened(self) -> None:
+        """A huge list shows its first items only, and a long error its type and both ends."""
+        listed = str(CallOutcome(0, value=list(range(100_000))))
+        assert listed == "call 0: returned [0, 1, 2, 3, 4, 5, 6, 7, ...]"
+        raised = str(CallOutcome(1, error=ValueError("y" * 1000)))
+        assert raised.startswith("call 1: raised ValueError('yyy")
+        assert raised.endswith("yyy')")
+        assert len(raised) <= len("call 1: raised ") + 200
 
 
 def _unstarted_siblings() -> tuple[int, int]:

@@ -352,6 +352,16 @@ class TestRoundTrip:
         assert "\n  got back: {" in message
         assert "first difference at ['pair']: type tuple vs list" in message
 
+    def test_long_byte_strings_are_shown_by_length(self) -> None:
+        """A long byte string is shown by its length and first bytes, not byte by byte."""
+        sent = bytes(range(256)) * 4
+
+        with pytest.raises(LawViolation) as caught:
+            round_trip(bytes, lambda data: data[:-1], sent)
+        lines = message_of(caught).splitlines()
+        assert lines[1] == "  sent:     1024 bytes starting " + repr(bytes(range(16)))
+        assert lines[2] == "  got back: 1023 bytes starting " + repr(bytes(range(16)))
+
     def test_a_difference_deep_in_a_long_string_is_located(self) -> None:
         """A long string that differs far in names the index, though the repr is cut."""
         sent = "a" * 50_000 + "b"

@@ -826,6 +826,25 @@ class TestSession:
         assert implementation.log.events == ["create", "closed during cleanup: False"]
 
     @pytest.mark.anyio
+    async def test_the_scope_repr_names_its_state(self) -> None:
+        """The scope's repr says open, closing (during cleanup) or closed, with its feature."""
+        reprs: list[str] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(lambda: reprs.append(repr(scope)))
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+            reprs.append(repr(implementation.scope))
+            await session.dispose()
+            reprs.append(repr(implementation.scope))
+        assert reprs == [
+            "<FeatureScope feature 'test.scope' open>",
+            "<FeatureScope feature 'test.scope' closing>",
+            "<FeatureScope feature 'test.scope' closed>",
+        ]
+
+    @pytest.mark.anyio
     async def test_disposing_twice_runs_cleanups_once(self) -> None:
         """A second dispose (and the exit after it) runs nothing and returns cleanly."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ._audit import SuiteAuditFailure as SuiteAuditFailure
 from ._audit import audit_suites as audit_suites
 from ._exceptions import CaseUnsupported as CaseUnsupported
 from ._exceptions import ConformkitError as ConformkitError
@@ -10,6 +9,7 @@ from ._exceptions import ContractDefinitionError as ContractDefinitionError
 from ._exceptions import ContractFailure as ContractFailure
 from ._exceptions import FeatureUnavailable as FeatureUnavailable
 from ._exceptions import LawViolation as LawViolation
+from ._exceptions import SuiteAuditFailure as SuiteAuditFailure
 from ._feature import Example as Example
 from ._feature import Examples as Examples
 from ._feature import Feature as Feature

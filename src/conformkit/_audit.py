@@ -3,51 +3,14 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import types
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, TypeVar, final
+from typing import Any, TypeVar
 
-from ._exceptions import ConformkitError, ContractDefinitionError
+from ._exceptions import ContractDefinitionError, SuiteAuditFailure
 from ._feature import Feature, suggest
 from ._suite import ContractSuite
-
-
-@final
-class SuiteAuditFailure(ConformkitError, AssertionError):
-    """
-    The suite audit found a feature without a suite, or an exemption to remove.
-
-    An :class:`AssertionError`, so every test runner shows it as a test failure.
-    The message has one line per problem, sorted by feature ID; the IDs are also
-    kept, sorted, in the attributes below.
-
-    :param message: the text shown to the user.
-    :param missing: IDs of features that have no suite and are not exempt.
-    :param stale_exemptions: exempt IDs whose features now all have a suite.
-    :param unknown_exemptions: exempt IDs that name no audited feature.
-    :param duplicate_ids: IDs shared by two or more different :class:`Feature` objects.
-    """
-
-    missing: tuple[str, ...]
-    stale_exemptions: tuple[str, ...]
-    unknown_exemptions: tuple[str, ...]
-    duplicate_ids: tuple[str, ...]
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        missing: Iterable[str] = (),
-        stale_exemptions: Iterable[str] = (),
-        unknown_exemptions: Iterable[str] = (),
-        duplicate_ids: Iterable[str] = (),
-    ) -> None:
-        super().__init__(message)
-        self.missing = tuple(sorted(missing))
-        self.stale_exemptions = tuple(sorted(stale_exemptions))
-        self.unknown_exemptions = tuple(sorted(unknown_exemptions))
-        self.duplicate_ids = tuple(sorted(duplicate_ids))
+from ._util import ImportByNameError, import_module_named
 
 
 def audit_suites(
@@ -231,17 +194,15 @@ def _import_root(source: types.ModuleType | str) -> types.ModuleType:
             f"audit_suites() needs an absolute dotted module name, got {source!r}"
         )
     try:
-        return importlib.import_module(source)
-    except ModuleNotFoundError as error:
-        # The module itself (or a parent package) is absent: the name is wrong. A
-        # dependency missing inside an existing module is an import failure instead.
-        if error.name is not None and (source == error.name or source.startswith(error.name + ".")):
+        return import_module_named(source)
+    except ImportByNameError as error:
+        cause = error.__cause__
+        if error.missing:  # the name is wrong
             raise ContractDefinitionError(
-                f"audit_suites() cannot import {source!r}: no module named {error.name!r}"
-            ) from error
-        raise _import_failure(source, source, error) from error
-    except Exception as error:
-        raise _import_failure(source, source, error) from error
+                f"audit_suites() cannot import {source!r}: {error}"
+            ) from cause
+        assert isinstance(cause, Exception)
+        raise _import_failure(source, source, cause) from cause
 
 
 def _module_objects(root: types.ModuleType) -> Iterator[tuple[object, str]]:
@@ -256,6 +217,9 @@ def _walk(module: types.ModuleType, root: str) -> Iterator[types.ModuleType]:
     path = getattr(module, "__path__", None)
     if path is None:
         return
+    # Imported here: only a scan of a package needs it, so importing conformkit does not.
+    import pkgutil
+
     # walk_packages would swallow a subpackage's ImportError; this walk raises every one.
     for info in pkgutil.iter_modules(path, f"{module.__name__}."):
         if info.name.rpartition(".")[2] == "__main__":

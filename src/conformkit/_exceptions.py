@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import unittest
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ._report import ContractReport
 
 
@@ -18,6 +20,7 @@ class ConformkitError(Exception):
     """
 
 
+@final
 class ContractDefinitionError(ConformkitError, ValueError):
     """
     A feature, suite, implementation or run option is malformed.
@@ -37,6 +40,7 @@ class FeatureUnavailable(ConformkitError):
     """
 
 
+@final
 class ContractFailure(ConformkitError, AssertionError):
     """
     The gate rejected a report.
@@ -60,6 +64,7 @@ class LawViolation(ConformkitError, AssertionError):
     """
 
 
+@final
 class CaseUnsupported(ConformkitError, unittest.SkipTest):
     """
     Raised by :meth:`ContractCase.run` for a case the implementation does not support.
@@ -67,6 +72,43 @@ class CaseUnsupported(ConformkitError, unittest.SkipTest):
     Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
     as a skip carrying the declared reason.
     """
+
+
+@final
+class SuiteAuditFailure(ConformkitError, AssertionError):
+    """
+    The suite audit found a feature without a suite, or an exemption to remove.
+
+    An :class:`AssertionError`, so every test runner shows it as a test failure.
+    The message has one line per problem, sorted by feature ID; the IDs are also
+    kept, sorted, in the attributes below.
+
+    :param message: the text shown to the user.
+    :param missing: IDs of features that have no suite and are not exempt.
+    :param stale_exemptions: exempt IDs whose features now all have a suite.
+    :param unknown_exemptions: exempt IDs that name no audited feature.
+    :param duplicate_ids: IDs shared by two or more different :class:`Feature` objects.
+    """
+
+    missing: tuple[str, ...]
+    stale_exemptions: tuple[str, ...]
+    unknown_exemptions: tuple[str, ...]
+    duplicate_ids: tuple[str, ...]
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        missing: Iterable[str] = (),
+        stale_exemptions: Iterable[str] = (),
+        unknown_exemptions: Iterable[str] = (),
+        duplicate_ids: Iterable[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.missing = tuple(sorted(missing))
+        self.stale_exemptions = tuple(sorted(stale_exemptions))
+        self.unknown_exemptions = tuple(sorted(unknown_exemptions))
+        self.duplicate_ids = tuple(sorted(duplicate_ids))
 
 
 class UsageError(ConformkitError, ValueError):

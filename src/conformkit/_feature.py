@@ -175,10 +175,11 @@ def member_id(family: str, param: str) -> str:
     return f"{family}[{param}]"
 
 
-class Plan(NamedTuple):
+class CaseExpansion(NamedTuple):
     """
-    The cases one implementation is checked on, in report order, and of those the
-    family members: each member's family and parameter value.
+    A feature's cases expanded for one implementation's claims: every case ID it is
+    checked on, in report order, and of those the family members, each with its
+    family and parameter value.
     """
 
     case_ids: list[str]
@@ -371,7 +372,7 @@ class Feature(Generic[API, CaseName]):
             claimed[family] = tuple(param for param in known if param in wanted)
         return claimed
 
-    def _plan(self, claims: object, owner: str) -> Plan:
+    def _expand_cases(self, claims: object, owner: str) -> CaseExpansion:
         """The cases an implementation with these claims is checked on, in report order."""
         case_ids: list[str] = list(self.cases)
         members: dict[str, tuple[str, Any]] = {}
@@ -381,9 +382,11 @@ class Feature(Generic[API, CaseName]):
                 case_id = member_id(family, param)
                 case_ids.append(case_id)
                 members[case_id] = (family, values[param])
-        return Plan(case_ids, members)
+        return CaseExpansion(case_ids, members)
 
-    def _resolve_coverage(self, coverage: object, plan: Plan, owner: str) -> dict[str, Coverage]:
+    def _resolve_coverage(
+        self, coverage: object, expansion: CaseExpansion, owner: str
+    ) -> dict[str, Coverage]:
         """
         Check a coverage declaration and return the coverage of each planned case.
 
@@ -405,10 +408,10 @@ class Feature(Generic[API, CaseName]):
                     f"{owner}.coverage[{name!r}] must be Supported() or Unsupported(reason), "
                     f"got {value!r}"
                 )
-        members = plan.members
+        members = expansion.members
         missing = [
             case_id
-            for case_id in plan.case_ids
+            for case_id in expansion.case_ids
             if case_id not in coverage
             and (case_id not in members or members[case_id][0] not in coverage)
         ]
@@ -424,7 +427,7 @@ class Feature(Generic[API, CaseName]):
             )
         return {
             case_id: coverage[case_id] if case_id in coverage else coverage[members[case_id][0]]
-            for case_id in plan.case_ids
+            for case_id in expansion.case_ids
         }
 
 

@@ -78,7 +78,7 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
         if not isinstance(feature, Feature):
             raise ContractDefinitionError(f"{owner}.feature must be a Feature, got {feature!r}")
         feature._resolve_coverage(
-            coverage, feature._plan(getattr(cls, "claims", None), owner), owner
+            coverage, feature._expand_cases(getattr(cls, "claims", None), owner), owner
         )
 
     @abstractmethod

@@ -23,7 +23,7 @@ from ._exceptions import (
     FeatureUnavailable,
     LawViolation,
 )
-from ._feature import API, CaseName, Coverage, Plan, Unsupported
+from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
 from ._implementation import FeatureImplementation
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport
@@ -41,7 +41,9 @@ _HOST_FILES: Final = frozenset(
 )
 
 
-def _check_definitions(implementation: object, suite: object) -> tuple[Plan, dict[str, Coverage]]:
+def _check_definitions(
+    implementation: object, suite: object
+) -> tuple[CaseExpansion, dict[str, Coverage]]:
     """
     Check that the suite and implementation can run together, before anything runs;
     return the implementation's cases and the coverage of each.
@@ -70,7 +72,7 @@ def _check_definitions(implementation: object, suite: object) -> tuple[Plan, dic
             f"feature {feature.id!r}{same_id}; a suite runs only against implementations "
             f"of the same Feature object"
         )
-    planned = feature._plan(implementation.claims, name)
+    planned = feature._expand_cases(implementation.claims, name)
     coverage = feature._resolve_coverage(implementation.coverage, planned, name)
     suite._check_complete()
     return planned, coverage
@@ -388,7 +390,7 @@ class Execution(Generic[API]):
                 raise error
         elif error is not None and not isinstance(error, Exception):
             raise error  # an interrupt: never a case outcome
-        result = _judge(case_id, stage, error, tuple(cleanup_errors), duration)
+        result = _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
         self.results[index] = result if declared is None else _probed(result, declared)
 
 
@@ -418,7 +420,7 @@ def _probed(result: CaseResult, declared: str) -> CaseResult:
     return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
 
 
-def _judge(
+def _failed_result(
     case_id: str,
     stage: str,
     error: BaseException | None,

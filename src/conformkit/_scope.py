@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,7 +26,20 @@ DEFAULT_TIMEOUT: Final = 60.0
 _CleanupT = TypeVar("_CleanupT", bound=Callable[[], object])
 _PosArgsT = TypeVarTuple("_PosArgsT")
 
-_OPEN, _CLOSING, _CLOSED = 0, 1, 2
+
+@final
+class _State(enum.Enum):
+    """Where a scope is in its life; it only moves forward, open to closing to closed."""
+
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+# Module-level names, so the per-case path compares by identity with no attribute lookup.
+_OPEN: Final = _State.OPEN
+_CLOSING: Final = _State.CLOSING
+_CLOSED: Final = _State.CLOSED
 
 
 @final
@@ -68,7 +82,7 @@ class FeatureScope:
         self._case_id = case_id
         self._timeout = timeout
         self._cleanups: list[Callable[[], object]] = []
-        self._state = _OPEN
+        self._state: _State = _OPEN
         self._closing: anyio.Event | None = None
         self._closed: anyio.Event | None = None
         self._background: _Background | None = None
@@ -78,8 +92,7 @@ class FeatureScope:
         self._awaited = False
 
     def __repr__(self) -> str:
-        state = ("open", "closing", "closed")[self._state]
-        return f"<FeatureScope {self._where()} {state}>"
+        return f"<FeatureScope {self._where()} {self._state.value}>"
 
     def _where(self) -> str:
         if self._case_id is None:
@@ -87,7 +100,7 @@ class FeatureScope:
         return f"feature {self._feature_id!r}, case {self._case_id!r}"
 
     def _check_open(self, action: str) -> None:
-        if self._state != _OPEN:
+        if self._state is not _OPEN:
             raise RuntimeError(f"{action} on the scope of {self._where()} after it started closing")
 
     def defer(self, cleanup: _CleanupT) -> _CleanupT:
@@ -114,7 +127,7 @@ class FeatureScope:
         """The shutdown signal: set when the scope starts closing, before any cleanup runs."""
         if self._closing is None:
             self._closing = anyio.Event()
-            if self._state != _OPEN:
+            if self._state is not _OPEN:
                 self._closing.set()
         return self._closing
 
@@ -145,7 +158,7 @@ class FeatureScope:
         background = self._background
         assert background is not None
         try:
-            if self._state != _OPEN:
+            if self._state is not _OPEN:
                 return  # closed before the task got to run: nothing to start
             with anyio.CancelScope() as cancel_scope:
                 background.scopes.add(cancel_scope)
@@ -169,8 +182,8 @@ class FeatureScope:
         Close the scope once and return the failures; later and concurrent callers
         get the same list.
         """
-        if self._state != _OPEN:
-            if self._state == _CLOSING:
+        if self._state is not _OPEN:
+            if self._state is _CLOSING:
                 if self._closed is None:
                     self._closed = anyio.Event()
                 with anyio.CancelScope(shield=True):
@@ -288,7 +301,7 @@ class Session(Generic[API]):
     @property
     def closed(self) -> bool:
         """Whether disposal has finished."""
-        return self._scope._state == _CLOSED
+        return self._scope._state is _CLOSED
 
     async def dispose(self) -> None:
         """

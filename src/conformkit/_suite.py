@@ -7,6 +7,7 @@ from typing import Any, Generic, TypeAlias, TypeVar, final, overload
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Feature
+from ._util import callable_location
 
 CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
 """A case: a callable, usually ``async def``, that takes the API and raises on failure."""
@@ -68,7 +69,7 @@ class ContractSuite(Generic[API, CaseName]):
         if name in self._cases:
             raise ContractDefinitionError(
                 f"suite of feature {feature.id!r} already has a function for case {name!r} "
-                f"({_describe(self._cases[name])})"
+                f"({callable_location(self._cases[name])})"
             )
         self._cases[name] = function
 
@@ -166,11 +167,3 @@ class ContractSuite(Generic[API, CaseName]):
                 f"suite of feature {self.feature.id!r} has no function for case(s) "
                 f"{', '.join(map(repr, missing))}"
             )
-
-
-def _describe(function: object) -> str:
-    code = getattr(function, "__code__", None)
-    name = getattr(function, "__qualname__", repr(function))
-    if code is None:
-        return name
-    return f"{name} at {code.co_filename}:{code.co_firstlineno}"

@@ -12,6 +12,7 @@ from typing import Final
 from ._exceptions import ContractDefinitionError
 
 __all__ = [
+    "callable_location",
     "callable_name",
     "check_timeout",
     "cut",
@@ -73,10 +74,24 @@ def error_line(error: BaseException) -> str:
     return " ".join(text.splitlines())
 
 
-def callable_name(function: object) -> str:
-    """Name a callable for a message: its qualified name, or its repr."""
+def callable_name(function: object, limit: int | None = None) -> str:
+    """
+    Name a callable for a message: its qualified name, or its repr; cut to
+    ``limit`` characters when one is given.
+    """
     name = getattr(function, "__qualname__", None)
-    return name if isinstance(name, str) else repr(function)
+    if not isinstance(name, str):
+        name = repr(function)
+    return name if limit is None else cut(name, limit)
+
+
+def callable_location(function: object) -> str:
+    """Name a callable and, for a Python function, where it is defined: ``name at file:line``."""
+    name = callable_name(function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return name
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}"
 
 
 def check_timeout(timeout: object, *, what: str = "timeout", optional: bool = True) -> float | None:

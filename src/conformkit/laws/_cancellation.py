@@ -8,7 +8,7 @@ from typing import Protocol, cast, final
 import anyio
 
 from .._exceptions import LawViolation
-from .._util import callable_name, check_timeout, format_error
+from .._util import callable_name, check_timeout, format_error, short_repr
 
 
 class _Signal(Protocol):
@@ -87,7 +87,7 @@ async def assert_honours_cancellation(
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(running.run, call)
         try:
-            verdict = await _judge(running, the_call, started, cleaned_up, timeout)
+            verdict = await _cancel_and_watch(running, the_call, started, cleaned_up, timeout)
         finally:
             # Whatever the verdict, or an outside cancellation: stop the call.
             running.scope.cancel()
@@ -115,12 +115,7 @@ async def assert_honours_cancellation(
 _Verdict = tuple[str, BaseException | None] | None
 
 
-def _short_repr(value: object, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
-
-
-async def _judge(
+async def _cancel_and_watch(
     running: _Call, the_call: str, started: _Signal, cleaned_up: _Signal, timeout: float
 ) -> _Verdict:
     """Run the stages up to the end of the cancelled call; return what went wrong, if anything."""
@@ -133,7 +128,7 @@ async def _judge(
         if running.error is not None:
             what = f"raised {format_error(running.error)}"
         else:
-            what = f"returned {_short_repr(running.value)}"
+            what = f"returned {short_repr(running.value)}"
         return (
             f"finished before cancellation: {the_call} {what} before it was cancelled; a call "
             f"that ends on its own proves nothing about cancellation",
@@ -169,7 +164,7 @@ async def _judge(
         )
     if not running.scope.cancelled_caught:
         return (
-            f"ignored cancellation: {the_call} returned {_short_repr(running.value)} after being "
+            f"ignored cancellation: {the_call} returned {short_repr(running.value)} after being "
             f"cancelled instead of letting the cancellation propagate{cleanup}",
             None,
         )

@@ -6,26 +6,19 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar, cast, final, overload
+from typing import Generic, TypeVar, cast, final, overload
 
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .._exceptions import LawViolation
-from .._util import callable_name, check_timeout, format_error
+from .._util import callable_name, check_timeout, format_error, short_repr
 
 _T = TypeVar("_T")
 
-_REPR_LIMIT: Final = 200
-
 # What a call is doing, as far as the race knows; a finished call has an outcome instead.
 _WAITING, _RUNNING = "not started (waiting at the start barrier)", "still running"
-
-
-def _short_repr(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _REPR_LIMIT else f"{text[: _REPR_LIMIT - 3]}..."
 
 
 @final
@@ -53,8 +46,8 @@ class CallOutcome(Generic[_T]):
 
     def __str__(self) -> str:
         if self.error is None:
-            return f"call {self.index}: returned {_short_repr(self.value)}"
-        return f"call {self.index}: raised {_short_repr(self.error)}"
+            return f"call {self.index}: returned {short_repr(self.value)}"
+        return f"call {self.index}: raised {short_repr(self.error)}"
 
 
 @final

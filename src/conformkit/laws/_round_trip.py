@@ -9,38 +9,17 @@ import enum
 import inspect
 import json
 import math
-import reprlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Any, Final, TypeVar, final, overload
 
 from .._exceptions import LawViolation
-from .._util import callable_name
+from .._util import callable_name, cut, short_repr
 
 _T = TypeVar("_T")
 _E = TypeVar("_E")
 
-_SHOWN: Final = 200
-"""The most characters of any one value that a message shows."""
-
-_repr = reprlib.Repr()
-_repr.maxlevel = 4
-_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdeque = 8
-_repr.maxdict = 8
-_repr.maxstring = 60
-_repr.maxlong = 40
-_repr.maxother = 100  # room for a whole datetime with its tzinfo
-
-
-def _shorten(value: object, limit: int = _SHOWN) -> str:
-    """Return a repr of ``value`` of at most ``limit`` characters, cut in the middle if needed."""
-    return _cut(_repr.repr(value), limit)
-
-
-def _cut(text: str, limit: int = _SHOWN) -> str:
-    if len(text) <= limit:
-        return text
-    half = (limit - 5) // 2
-    return f"{text[:half]} ... {text[len(text) - half :]}"
+_NAMED: Final = 80
+"""The most characters of a codec's or comparison's name that a message shows."""
 
 
 def _type_name(value: object) -> str:
@@ -175,7 +154,7 @@ class _Comparison:
         if missing or unexpected:
             return _Difference(path, sent, got, _describe_members("keys", missing, unexpected))
         for key, other in matched:
-            found = self.difference(sent[key], got[other], f"{path}[{_shorten(key, 60)}]")
+            found = self.difference(sent[key], got[other], f"{path}[{short_repr(key, 60)}]")
             if found is not None:
                 return found
         return None
@@ -227,7 +206,7 @@ def _describe_members(kind: str, missing: list[object], unexpected: list[object]
     parts = []
     for label, members in (("missing", missing), ("unexpected", unexpected)):
         if members:
-            shown = ", ".join(_shorten(member, 60) for member in members[:3])
+            shown = ", ".join(short_repr(member, 60) for member in members[:3])
             more = f" and {len(members) - 3} more" if len(members) > 3 else ""
             parts.append(f"{label} {shown}{more}")
     return f"{kind} differ: {'; '.join(parts)}"
@@ -292,7 +271,7 @@ def _text_difference(sent: str | bytes | bytearray, got: Any, path: str) -> _Dif
 
 def _lines(shown: Sequence[tuple[str, object]], indent: str = "  ") -> list[str]:
     width = max(len(label) for label, _ in shown) + 1
-    return [f"{indent}{label + ':':<{width}} {_shorten(value)}" for label, value in shown]
+    return [f"{indent}{label + ':':<{width}} {short_repr(value)}" for label, value in shown]
 
 
 def _mismatch(
@@ -316,13 +295,13 @@ def _mismatch(
 def _stage_failed(
     prefix: str, error: Exception, shown: Sequence[tuple[str, object]], note: str = ""
 ) -> LawViolation:
-    reason = _cut(f"{type(error).__qualname__}: {error}")
+    reason = cut(f"{type(error).__qualname__}: {error}")
     notes = [f"  {note}"] if note else []
     return LawViolation("\n".join([f"{prefix} {reason}", *notes, *_lines(shown)]))
 
 
 def _raised(stage: str, function: object) -> str:
-    return f"{stage} failed: {_name(function)} raised"
+    return f"{stage} failed: {callable_name(function, _NAMED)} raised"
 
 
 def _json_obstacle(data: object, path: str, active: set[int]) -> str | None:
@@ -338,14 +317,14 @@ def _json_obstacle(data: object, path: str, active: set[int]) -> str | None:
     if isinstance(data, float):
         return None if math.isfinite(data) else f"{where}: {data!r}"
     if not isinstance(data, dict | list | tuple) or id(data) in active:
-        return f"{where}: {_shorten(data, 60)}"
+        return f"{where}: {short_repr(data, 60)}"
     active.add(id(data))
     try:
         if isinstance(data, dict):
             for key, item in data.items():
                 if not (key is None or isinstance(key, str | int | float)):
-                    return f"{where}: key {_shorten(key, 60)}"
-                found = _json_obstacle(item, f"{path}[{_shorten(key, 60)}]", active)
+                    return f"{where}: key {short_repr(key, 60)}"
+                found = _json_obstacle(item, f"{path}[{short_repr(key, 60)}]", active)
                 if found is not None:
                     return found
         else:
@@ -358,15 +337,11 @@ def _json_obstacle(data: object, path: str, active: set[int]) -> str | None:
         active.discard(id(data))
 
 
-def _name(function: object) -> str:
-    return _cut(callable_name(function), 80)
-
-
 def _codec_names(encode: object, decode: object) -> str:
-    return f"encode={_name(encode)}, decode={_name(decode)}"
+    return f"encode={callable_name(encode, _NAMED)}, decode={callable_name(decode, _NAMED)}"
 
 
-def _judge(
+def _check_came_back(
     sent: object,
     got: object,
     equivalent: Callable[[object, object], bool] | None,
@@ -379,7 +354,7 @@ def _judge(
     elif not equivalent(sent, got):
         headline = (
             f"{what} did not give back the value sent: "
-            f"equivalent={_name(equivalent)} returned false"
+            f"equivalent={callable_name(equivalent, _NAMED)} returned false"
         )
         # The strict difference, if any, is a hint at what the custom comparison saw.
         raise _mismatch(headline, sent, got, _first_difference(sent, got), strict_note=" strict")
@@ -394,7 +369,7 @@ def _async_hint(law: str) -> str:
 def _refuse_async_function(function: object, role: str, law: str) -> None:
     if inspect.iscoroutinefunction(function):
         raise TypeError(
-            f"{role}={_name(function)} is async: {law}() calls it synchronously; "
+            f"{role}={callable_name(function, _NAMED)} is async: {law}() calls it synchronously; "
             + _async_hint(law)
         )
 
@@ -404,8 +379,8 @@ def _refuse_awaitable(result: object, function: object, role: str, law: str) -> 
         if inspect.iscoroutine(result):
             result.close()  # never awaited, on purpose: no warning about it
         raise TypeError(
-            f"{role}={_name(function)} returned an awaitable, {_shorten(result, 80)}: "
-            f"{law}() does not await; {_async_hint(law)}"
+            f"{role}={callable_name(function, _NAMED)} returned an awaitable, "
+            f"{short_repr(result, 80)}: {law}() does not await; {_async_hint(law)}"
         )
 
 
@@ -452,7 +427,7 @@ def round_trip(
         shown = [("sent", value), ("encoded", encoded)]
         raise _stage_failed(_raised("decode", decode), exc, shown) from exc
     _refuse_awaitable(decoded, decode, "decode", "round_trip")
-    _judge(value, decoded, equivalent, f"round trip ({_codec_names(encode, decode)})")
+    _check_came_back(value, decoded, equivalent, f"round trip ({_codec_names(encode, decode)})")
     return decoded
 
 
@@ -492,7 +467,7 @@ async def round_trip_async(
     except Exception as exc:
         shown = [("sent", value), ("encoded", encoded)]
         raise _stage_failed(_raised("decode", decode), exc, shown) from exc
-    _judge(value, decoded, equivalent, f"round trip ({_codec_names(encode, decode)})")
+    _check_came_back(value, decoded, equivalent, f"round trip ({_codec_names(encode, decode)})")
     return decoded
 
 
@@ -624,7 +599,8 @@ def assert_json_portable(
     except (TypeError, ValueError) as exc:  # not serialisable, NaN or infinity, a cycle
         obstacle = _json_obstacle(data, "", set())
         raise _stage_failed(
-            f"json.dumps(allow_nan=False) failed on the data from encode={_name(encode)}:",
+            "json.dumps(allow_nan=False) failed on the data from "
+            f"encode={callable_name(encode, _NAMED)}:",
             exc,
             [("sent", value), ("encoded", data)],
             note=f"not JSON at {obstacle}" if obstacle else "",
@@ -633,7 +609,7 @@ def assert_json_portable(
     difference = _first_difference(data, loaded)
     if difference is not None:
         raise _mismatch(
-            f"encode={_name(encode)} produced data that is not "
+            f"encode={callable_name(encode, _NAMED)} produced data that is not "
             "JSON-native: json.loads(json.dumps(data)) is not the data",
             data,
             loaded,
@@ -646,5 +622,5 @@ def assert_json_portable(
         shown = [("sent", value), ("from JSON", loaded)]
         raise _stage_failed(_raised("decode", decode), exc, shown) from exc
     _refuse_awaitable(decoded, decode, "decode", "assert_json_portable")
-    _judge(value, decoded, equivalent, f"round trip through JSON ({names})")
+    _check_came_back(value, decoded, equivalent, f"round trip through JSON ({names})")
     return decoded
