@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 import math
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
@@ -571,6 +574,42 @@ class TestThreads:
 
         with pytest.raises(LawViolation, match=r"AssertionError: not every call added its index"):
             await race_in_threads(3, add, invariant=incomplete)
+
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_a_call_that_never_returns_does_not_keep_the_process_alive(self, backend: str) -> None:
+        """After the verdict, the process exits although one thread is stuck for good."""
+        code = textwrap.dedent(
+            f"""
+            import sys, threading, anyio
+            from conformkit import LawViolation
+            from conformkit.laws import race_in_threads
+
+            stuck = threading.Event()
+
+            def fn(index):
+                if index == 0:
+                    stuck.wait()
+                return index
+
+            async def main():
+                try:
+                    await race_in_threads(2, fn, timeout=0.2)
+                except LawViolation as exc:
+                    print(str(exc).splitlines()[0])
+
+            anyio.run(main, backend={backend!r})
+            print("exited")
+            """
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [
+            "race_in_threads(2, fn) did not finish within its 0.2s deadline; "
+            "call 0 had not finished:",
+            "exited",
+        ]
 
 
 class TestPropagation:

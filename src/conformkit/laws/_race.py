@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, cast, final, overload
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from .._exceptions import LawViolation
@@ -415,9 +417,9 @@ async def race_in_threads(
     """
     Call the sync ``fn`` in ``n`` worker threads at once, and return the outcomes.
 
-    :func:`race` for code that blocks: each call runs in a worker thread of its own
-    (:func:`anyio.to_thread.run_sync`, with a capacity limiter of ``n`` so that
-    every call gets a thread). No call starts until all ``n`` threads are ready:
+    :func:`race` for code that blocks: each call runs in a daemon thread of its
+    own, so a call that never returns cannot keep the process from exiting. No
+    call starts until all ``n`` threads are ready:
     they wait at a :class:`threading.Barrier` and are released together, so the
     calls overlap for real, as far as the GIL lets them.
 
@@ -443,7 +445,6 @@ async def race_in_threads(
     n, timeout = _check_arguments("race_in_threads", n, fn, timeout, invariant)
     state: _Race[_T] = _Race("race_in_threads", n, fn, timeout, invariant)
     barrier = threading.Barrier(n)
-    limiter = anyio.CapacityLimiter(n)
 
     def in_thread(index: int) -> _T:
         # Raises BrokenBarrierError, once the race is over, in a thread that never
@@ -453,9 +454,29 @@ async def race_in_threads(
         return fn(index)
 
     async def call(index: int) -> _T:
-        return await anyio.to_thread.run_sync(
-            in_thread, index, abandon_on_cancel=True, limiter=limiter
-        )
+        # A daemon thread of the race's own, not a worker of anyio's pool: a call
+        # that never returns is abandoned, and must not keep the process alive
+        # (asyncio joins its worker threads when the event loop closes).
+        token = anyio.lowlevel.current_token()
+        done = anyio.Event()
+        outcome: list[tuple[bool, object]] = []
+
+        def target() -> None:
+            try:
+                outcome.append((True, in_thread(index)))
+            except BaseException as exc:  # carried to the event loop, raised there
+                outcome.append((False, exc))
+            # RuntimeError: the event loop has ended, the race abandoned this call.
+            with contextlib.suppress(RuntimeError):
+                anyio.from_thread.run_sync(done.set, token=token)
+
+        thread = threading.Thread(target=target, name=f"race_in_threads call {index}", daemon=True)
+        thread.start()
+        await done.wait()
+        [(returned, value)] = outcome
+        if returned:
+            return cast("_T", value)
+        raise cast("BaseException", value)
 
     try:
         return await state.run(call)
