@@ -76,12 +76,54 @@ class TestDeclarations:
 
     def test_rejects_coverage_without_a_feature(self) -> None:
         """Coverage without a feature is a mistake, not an abstract base."""
-        with pytest.raises(ck.ContractDefinitionError, match="feature must be a Feature, got None"):
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"Orphan does not set the class attribute 'feature' \(the Feature it "
+            r"implements\)$",
+        ):
 
             class Orphan(ck.FeatureImplementation[Any]):
                 coverage = {"read": ck.Supported()}
 
                 def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    def test_a_misspelt_feature_is_named(self) -> None:
+        """A near miss of ``feature`` is named as the likely misspelling."""
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"\.Typo does not set the class attribute 'feature' .*; it sets 'featuer': "
+            r"a misspelling\?$",
+        ):
+
+            class Typo(ck.FeatureImplementation[Any]):
+                featuer = feature
+                coverage = {"read": ck.Supported()}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    @pytest.mark.anyio
+    async def test_a_class_declaring_nothing_is_named_when_used(self) -> None:
+        """Both attributes misspelt: the class looks abstract, and using it says what is missing."""
+
+        class Misspelt(ck.FeatureImplementation[Any]):
+            featuer = feature
+            covrage = {"read": ck.Supported(), "write": ck.Supported()}
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        suite = ck.ContractSuite(feature, {"read": lambda api: None, "write": lambda api: None})
+        message = (
+            r"\.Misspelt does not set the class attribute 'feature' \(the Feature it "
+            r"implements\); it sets 'featuer': a misspelling\?$"
+        )
+        with pytest.raises(ck.ContractDefinitionError, match=message):
+            await ck.run_contract(Misspelt(), suite)
+        with pytest.raises(ck.ContractDefinitionError, match=message):
+            ck.contract_cases(Misspelt(), suite)
+        with pytest.raises(ck.ContractDefinitionError, match=message):
+            async with ck.open_feature(Misspelt()):
+                pytest.fail("the session opened")
 
     def test_rejects_a_feature_that_is_not_a_feature(self) -> None:
         """feature must be a Feature object."""

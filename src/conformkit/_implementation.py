@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Collection, Mapping
@@ -74,9 +75,9 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
         feature = getattr(cls, "feature", None)
         coverage = getattr(cls, "coverage", None)
         if feature is None and coverage is None:
-            return  # an abstract intermediate base
+            return  # an abstract intermediate base, until an instance is used
         if not isinstance(feature, Feature):
-            raise ContractDefinitionError(f"{owner}.feature must be a Feature, got {feature!r}")
+            raise ContractDefinitionError(_undeclared(cls, "feature", feature))
         feature._resolve_coverage(
             coverage, feature._expand_cases(getattr(cls, "claims", None), owner), owner
         )
@@ -97,3 +98,40 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__qualname__} implementing {self.feature.id!r}>"
+
+
+def declared_feature(implementation: FeatureImplementation[API, Any]) -> Feature[API, Any]:
+    """
+    The feature an implementation instance declares, checked before anything runs.
+
+    :raises ContractDefinitionError: when its class (an intermediate base, or one
+        whose attributes are misspelt) declares no ``feature`` or ``coverage``.
+    """
+    cls = type(implementation)
+    feature = getattr(cls, "feature", None)
+    if not isinstance(feature, Feature):
+        raise ContractDefinitionError(_undeclared(cls, "feature", feature))
+    if getattr(cls, "coverage", None) is None:
+        raise ContractDefinitionError(_undeclared(cls, "coverage", None))
+    return feature
+
+
+def _undeclared(cls: type, name: str, value: object) -> str:
+    """Say that ``cls`` lacks the class attribute ``name``, naming a near miss it sets."""
+    if value is not None:
+        return f"{cls.__qualname__}.{name} must be a Feature, got {value!r}"
+    known = {"feature", "coverage", "claims", "create"}
+    own = [
+        attribute
+        for klass in cls.__mro__[: cls.__mro__.index(FeatureImplementation)]
+        for attribute in vars(klass)
+        if not attribute.startswith("__") and attribute not in known
+    ]
+    near = difflib.get_close_matches(name, own, n=1, cutoff=0.75)
+    hint = f"; it sets {near[0]!r}: a misspelling?" if near else ""
+    what = (
+        "the Feature it implements"
+        if name == "feature"
+        else "each case Supported() or Unsupported(reason)"
+    )
+    return f"{cls.__qualname__} does not set the class attribute {name!r} ({what}){hint}"

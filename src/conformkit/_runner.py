@@ -24,7 +24,7 @@ from ._exceptions import (
     LawViolation,
 )
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
-from ._implementation import FeatureImplementation
+from ._implementation import FeatureImplementation, declared_feature
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport
 from ._scope import DEFAULT_TIMEOUT, FeatureScope
@@ -60,7 +60,7 @@ def _check_definitions(
     if not isinstance(suite, ContractSuite):
         raise ContractDefinitionError(f"expected a ContractSuite, got {suite!r}")
     name = type(implementation).__qualname__
-    feature = implementation.feature
+    feature = declared_feature(implementation)
     if suite.feature is not feature:
         same_id = (
             " (two different Feature objects share that ID)"

@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
+from ._implementation import declared_feature
 from ._util import callable_name, check_timeout
 
 if TYPE_CHECKING:
@@ -342,6 +343,7 @@ async def open_feature(
     :raises ExceptionGroup: holding every cleanup failure, when any failed.
     """
     timeout = check_timeout(timeout)
+    feature = declared_feature(implementation)
     await anyio.lowlevel.checkpoint_if_cancelled()  # a sync create would not notice
     create_error: BaseException | None = None
     body_error: BaseException | None = None
@@ -349,7 +351,7 @@ async def open_feature(
     # The task group owns the scope's background work. Errors are caught inside it
     # and re-raised outside, so that the task group does not wrap them in a group.
     async with anyio.create_task_group() as task_group:
-        scope = FeatureScope(task_group, implementation.feature.id, None, timeout)
+        scope = FeatureScope(task_group, feature.id, None, timeout)
         try:
             api = await create_api(implementation, scope)
         except BaseException as exc:
