@@ -28,7 +28,7 @@ class TestBundled:
     def test_every_profile_module_is_bundled(self) -> None:
         """BUNDLED names every profile module in the package, so the demo runs them all."""
         folder = Path(importlib.import_module("conformkit.profiles").__file__ or "").parent
-        modules = sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__")
+        modules = sorted(path.stem for path in folder.glob("*.py") if not path.stem.startswith("_"))
         assert sorted(BUNDLED) == modules
 
     @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
