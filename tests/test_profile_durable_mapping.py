@@ -216,6 +216,15 @@ class TestDefects:
             "'kept' is missing"
         ) in (report["delete_durable_across_reopen"].reason or "")
 
+    def test_long_values_are_shortened_in_failures(self) -> None:
+        """A value of 2,000 characters shows by its two ends, not in full."""
+        report = ck.run_contract_sync(OverMemory(LosesOverwrites), durable_mapping.suite)
+        error = report["overwrite_durable_across_reopen"].error
+        message = str(error)
+        assert "'key' reads back 'first', expected 'a value too large for" in message
+        assert "... the place of the first one '" in message
+        assert len(message) < 400
+
 
 class TestFileStores:
     @pytest.mark.anyio

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import re
 from pathlib import Path
 from types import ModuleType
@@ -10,10 +12,42 @@ from types import ModuleType
 import pytest
 
 import conformkit as ck
+import conformkit.profiles
 from conformkit.profiles import BUNDLED
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "profiles.md"
 PROFILES = [importlib.import_module(f"conformkit.profiles.{name}") for name in BUNDLED]
+SECTIONS = [
+    "API and errors",
+    "case names",
+    "feature and suite",
+    "cases",
+    "reference stores",
+    "implementations",
+]
+
+
+def own_names(module: ModuleType) -> tuple[set[str], set[str]]:
+    """
+    The names a module binds at its top level: those it defines (by ``def``,
+    ``class`` or assignment) and those it imports.
+    """
+    defined: set[str] = set()
+    imported: set[str] = set()
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(
+                name.id
+                for target in targets
+                for name in ast.walk(target)
+                if isinstance(name, ast.Name)
+            )
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            imported.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+    return defined, imported
 
 
 def documented_cases(module: ModuleType) -> list[str]:
@@ -28,7 +62,7 @@ class TestBundled:
     def test_every_profile_module_is_bundled(self) -> None:
         """BUNDLED names every profile module in the package, so the demo runs them all."""
         folder = Path(importlib.import_module("conformkit.profiles").__file__ or "").parent
-        modules = sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__")
+        modules = sorted(path.stem for path in folder.glob("*.py") if not path.stem.startswith("_"))
         assert sorted(BUNDLED) == modules
 
     @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
@@ -48,3 +82,30 @@ class TestBundled:
             *(f"{family}[<field>]" for family in module.feature.families),
         ]
         assert documented_cases(module) == expected
+
+
+class TestModules:
+    """Each profile module, and the package, says what it exports and keeps one layout."""
+
+    @pytest.mark.parametrize(
+        "module", [conformkit.profiles, *PROFILES], ids=lambda module: module.__name__
+    )
+    def test_all_is_exactly_the_public_names_it_defines(self, module: ModuleType) -> None:
+        """__all__ lists each public name the module defines, and no module or import."""
+        defined, imported = own_names(module)
+        exported = list(module.__all__)
+        assert sorted(exported) == sorted({name for name in defined if not name.startswith("_")})
+        assert len(set(exported)) == len(exported)
+        assert not [name for name in exported if isinstance(getattr(module, name), ModuleType)]
+        public = {
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("_") and not isinstance(value, ModuleType)
+        }
+        assert public - set(exported) <= imported
+
+    @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
+    def test_sections_come_in_the_common_order(self, module: ModuleType) -> None:
+        """Every profile module has the same section headers, in the same order."""
+        headers = re.findall(r"^# -{20,} (.+)$", inspect.getsource(module), flags=re.MULTILINE)
+        assert headers == SECTIONS

@@ -9,6 +9,8 @@ of each bundled implementation.
 
 from __future__ import annotations
 
+__all__ = ["BUNDLED"]
+
 BUNDLED: tuple[str, ...] = (
     "mapping",
     "durable_mapping",

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import os
-import reprlib
 import shelve
 from collections.abc import Callable, MutableMapping
 from typing import Any, Literal, Protocol, TypeAlias, final, get_args
@@ -32,8 +31,10 @@ from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
+from .._util import short_repr
 from ..laws import strictly_equal
-from .mapping import SqliteMapping, _drop_table, _open_shelf, _temporary_directory, _unique_table
+from ._support import open_shelf, scope_table, temporary_directory
+from .mapping import SqliteMapping
 
 __all__ = [
     "DurableMappingCase",
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 
+# --------------------------------------------------------------------------- API and errors
+
+
 class MappingStore(Protocol):
     """A store that hands out mappings over what it holds, and closes them."""
 
@@ -60,12 +64,17 @@ class MappingStore(Protocol):
         ...
 
 
+# --------------------------------------------------------------------------- case names
+
 DurableMappingCase = Literal[
     "durable_across_reopen",
     "overwrite_durable_across_reopen",
     "delete_durable_across_reopen",
 ]
 """The names of the profile's cases."""
+
+
+# --------------------------------------------------------------------------- feature and suite
 
 feature = Feature[MappingStore, DurableMappingCase](
     "conformkit.profiles.durable_mapping",
@@ -83,6 +92,9 @@ feature = Feature[MappingStore, DurableMappingCase](
 
 suite = ContractSuite(feature)
 
+
+# --------------------------------------------------------------------------- cases
+
 _LARGE = "a value too large for the place of the first one " * 40
 
 
@@ -97,11 +109,11 @@ def _check_contents(
         got = mapping[key]
         if not strictly_equal(value, got):
             problems.append(
-                f"{key!r} reads back {reprlib.repr(got)}, expected {reprlib.repr(value)} "
+                f"{key!r} reads back {short_repr(got)}, expected {short_repr(value)} "
                 f"(equal, of the same types)"
             )
     problems.extend(
-        f"{key!r} is there, holding {reprlib.repr(mapping[key])}, but should not be"
+        f"{key!r} is there, holding {short_repr(mapping[key])}, but should not be"
         for key in mapping
         if key not in expected
     )
@@ -109,26 +121,29 @@ def _check_contents(
         raise AssertionError(f"after {story}, closing and reopening: {'; '.join(problems)}")
 
 
-@suite.case("durable_across_reopen")
-def _durable_across_reopen(api: MappingStore) -> None:
-    written: dict[str, Any] = {"text": "a value", "number": 42, "nested": {"list": [1, (2, 3)]}}
+def _reopen_after_writing(
+    api: MappingStore, written: dict[str, Any], story: str
+) -> MutableMapping[Any, Any]:
+    """Write the items, close, reopen and check them; return the reopened mapping."""
     mapping = api.open()
     for key, value in written.items():
         mapping[key] = value
     api.close(mapping)
     reopened = api.open()
-    _check_contents(reopened, written, "writing 'text', 'number' and 'nested'")
-    api.close(reopened)
+    _check_contents(reopened, written, story)
+    return reopened
+
+
+@suite.case("durable_across_reopen")
+def _durable_across_reopen(api: MappingStore) -> None:
+    written: dict[str, Any] = {"text": "a value", "number": 42, "nested": {"list": [1, (2, 3)]}}
+    api.close(_reopen_after_writing(api, written, "writing 'text', 'number' and 'nested'"))
 
 
 @suite.case("overwrite_durable_across_reopen")
 def _overwrite_durable_across_reopen(api: MappingStore) -> None:
-    mapping = api.open()
-    mapping["key"] = "first"
-    mapping["other"] = "kept"
-    api.close(mapping)
-    mapping = api.open()
-    _check_contents(mapping, {"key": "first", "other": "kept"}, "writing 'key' and 'other'")
+    written = {"key": "first", "other": "kept"}
+    mapping = _reopen_after_writing(api, written, "writing 'key' and 'other'")
     mapping["key"] = _LARGE
     api.close(mapping)
     reopened = api.open()
@@ -142,12 +157,8 @@ def _overwrite_durable_across_reopen(api: MappingStore) -> None:
 
 @suite.case("delete_durable_across_reopen")
 def _delete_durable_across_reopen(api: MappingStore) -> None:
-    mapping = api.open()
-    mapping["gone"] = "deleted later"
-    mapping["kept"] = "kept"
-    api.close(mapping)
-    mapping = api.open()
-    _check_contents(mapping, {"gone": "deleted later", "kept": "kept"}, "writing 'gone' and 'kept'")
+    written = {"gone": "deleted later", "kept": "kept"}
+    mapping = _reopen_after_writing(api, written, "writing 'gone' and 'kept'")
     del mapping["gone"]
     api.close(mapping)
     reopened = api.open()
@@ -157,6 +168,9 @@ def _delete_durable_across_reopen(api: MappingStore) -> None:
         "writing 'gone' and 'kept', closing, reopening and deleting 'gone'",
     )
     api.close(reopened)
+
+
+# --------------------------------------------------------------------------- reference stores
 
 
 class MemoryMappingStore:
@@ -211,6 +225,9 @@ class _FileStore:
             self._open.pop().close()
 
 
+# --------------------------------------------------------------------------- implementations
+
+
 class MemoryMappingStoreImplementation(FeatureImplementation[MappingStore, DurableMappingCase]):
     """The reference: a :class:`MemoryMappingStore`."""
 
@@ -228,8 +245,8 @@ class ShelveMappingStoreImplementation(FeatureImplementation[MappingStore, Durab
     coverage = feature.coverage()
 
     def create(self, scope: FeatureScope) -> MappingStore:
-        directory = _temporary_directory(scope, "conformkit-shelve-")
-        store = _FileStore(functools.partial(_open_shelf, os.path.join(directory, "shelf")))
+        directory = temporary_directory(scope, "shelve")
+        store = _FileStore(functools.partial(open_shelf, os.path.join(directory, "shelf")))
         scope.defer(store.close_all)
         return store
 
@@ -238,9 +255,8 @@ class SqliteMappingStoreImplementation(FeatureImplementation[MappingStore, Durab
     """
     :class:`~conformkit.profiles.mapping.SqliteMapping` over one database file.
 
-    By default each scope gets a database file of its own in a temporary
-    directory, removed when the scope closes. Given ``path``, each scope gets a
-    table of its own in that database, dropped when the scope closes.
+    Each scope's file, or its table in ``path``, is chosen as
+    :class:`~conformkit.profiles.mapping.SqliteMappingImplementation` chooses it.
 
     :param path: a database file to use instead of temporary ones.
     """
@@ -252,14 +268,8 @@ class SqliteMappingStoreImplementation(FeatureImplementation[MappingStore, Durab
         self.path = path
 
     def create(self, scope: FeatureScope) -> MappingStore:
-        if self.path is None:
-            directory = _temporary_directory(scope, "conformkit-durable-mapping-")
-            path: str | os.PathLike[str] = os.path.join(directory, "mapping.sqlite3")
-            table = "mapping"
-        else:
-            path, table = self.path, _unique_table()
-            scope.defer(functools.partial(_drop_table, path, table))
-        store = _FileStore(functools.partial(SqliteMapping, path, table=table))
+        database, table = scope_table(scope, self.path, "durable-mapping", "mapping")
+        store = _FileStore(functools.partial(SqliteMapping, database, table=table))
         scope.defer(store.close_all)
         return store
 

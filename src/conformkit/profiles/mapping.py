@@ -27,29 +27,24 @@ Bundled implementations: :class:`DictMappingImplementation` (a ``dict``, the ref
 
 from __future__ import annotations
 
-import dbm.dumb
-import functools
 import math
 import os
 import pickle
 import re
-import reprlib
-import shelve
-import shutil
 import sqlite3
-import tempfile
 import threading
-import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Final, Literal, TypeAlias, cast, final, get_args
+from typing import Any, Final, Literal, TypeAlias, final, get_args
 
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
+from .._util import short_repr
 from ..laws import race_in_threads, strictly_equal
+from ._support import connect, open_shelf, scope_table, temporary_directory, transaction
 
 __all__ = [
     "DictMappingImplementation",
@@ -63,8 +58,14 @@ __all__ = [
     "suite",
 ]
 
+
+# --------------------------------------------------------------------------- API and errors
+
 MappingAPI: TypeAlias = MutableMapping[Any, Any]
 """The API of the profile: the mapping itself, any :class:`collections.abc.MutableMapping`."""
+
+
+# --------------------------------------------------------------------------- case names
 
 MappingCase = Literal[
     "read_your_writes",
@@ -86,6 +87,9 @@ MappingCase = Literal[
 ]
 """The names of the profile's cases."""
 
+
+# --------------------------------------------------------------------------- feature and suite
+
 feature = Feature[MappingAPI, MappingCase](
     "conformkit.profiles.mapping",
     cases=get_args(MappingCase),
@@ -104,12 +108,11 @@ feature = Feature[MappingAPI, MappingCase](
 
 suite = ContractSuite(feature)
 
+
+# --------------------------------------------------------------------------- cases
+
 _THREADS: Final = 4
 _KEYS_PER_THREAD: Final = 500
-
-
-def _show(value: object) -> str:
-    return reprlib.repr(value)
 
 
 @suite.case("read_your_writes")
@@ -291,32 +294,30 @@ def _overwrite_keeps_position(api: MappingAPI) -> None:
         )
 
 
+def _change(value: dict[str, Any]) -> None:
+    value["list"].append("mutated")
+    value["count"] = 2
+
+
+def _expect_unchanged(api: MappingAPI, what: str) -> None:
+    got = api["key"]
+    if got != {"list": ["original"], "count": 1}:
+        raise AssertionError(f"{what}: expected {{'list': ['original'], 'count': 1}}, got {got!r}")
+
+
 @suite.case("stored_value_is_a_copy")
 def _stored_value_is_a_copy(api: MappingAPI) -> None:
     original: dict[str, Any] = {"list": ["original"], "count": 1}
     api["key"] = original
-    original["list"].append("mutated")
-    original["count"] = 2
-    got = api["key"]
-    if got != {"list": ["original"], "count": 1}:
-        raise AssertionError(
-            f"mutating the object after storing it changed what is read back: expected "
-            f"{{'list': ['original'], 'count': 1}}, got {got!r}"
-        )
+    _change(original)
+    _expect_unchanged(api, "mutating the object after storing it changed what is read back")
 
 
 @suite.case("returned_value_is_a_copy")
 def _returned_value_is_a_copy(api: MappingAPI) -> None:
     api["key"] = {"list": ["original"], "count": 1}
-    returned = api["key"]
-    returned["list"].append("mutated")
-    returned["count"] = 2
-    got = api["key"]
-    if got != {"list": ["original"], "count": 1}:
-        raise AssertionError(
-            f"mutating a value read back changed the stored one: expected "
-            f"{{'list': ['original'], 'count': 1}}, got {got!r}"
-        )
+    _change(api["key"])
+    _expect_unchanged(api, "mutating a value read back changed the stored one")
 
 
 @suite.case("non_str_keys_round_trip")
@@ -431,13 +432,15 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
             got = api[key]
         except Exception as exc:
             raise AssertionError(
-                f"writing {description} ({_show(key)}: {_show(value)}) succeeded, but reading "
-                f"it back raised {exc!r}: a store that cannot hold it must raise at the write"
+                f"writing {description} ({short_repr(key)}: {short_repr(value)}) succeeded, "
+                f"but reading it back raised {exc!r}: a store that cannot hold it must raise at "
+                f"the write"
             ) from exc
         if type(got) is not type(value) or (isinstance(value, str) and got != value):
             raise AssertionError(
-                f"writing {description} ({_show(key)}: {_show(value)}) succeeded, but it read "
-                f"back as {_show(got)}: a store that cannot hold it must raise at the write"
+                f"writing {description} ({short_repr(key)}: {short_repr(value)}) succeeded, "
+                f"but it read back as {short_repr(got)}: a store that cannot hold it must raise "
+                f"at the write"
             )
     api["after"] = "fine"
     later: list[tuple[str, Callable[[], object]]] = [
@@ -497,7 +500,7 @@ async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
         )
 
 
-# --------------------------------------------------------------------------- SqliteMapping
+# --------------------------------------------------------------------------- reference stores
 
 _PROTOCOL: Final = 5  # fixed, so that a file written by one Python reads in another
 _TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -534,8 +537,8 @@ def _identity(key: object) -> bytes:
     if isinstance(key, frozenset):
         return b"z" + b"".join(sorted(map(_framed, key)))
     raise TypeError(
-        f"SqliteMapping cannot hold the key {_show(key)} of type {type(key).__qualname__}: keys "
-        f"must be None, bool, int, float, str, bytes, or tuples and frozensets of them"
+        f"SqliteMapping cannot hold the key {short_repr(key)} of type {type(key).__qualname__}: "
+        f"keys must be None, bool, int, float, str, bytes, or tuples and frozensets of them"
     )
 
 
@@ -550,7 +553,7 @@ def _dump_value(value: object) -> bytes:
         pickle.loads(data)
     except Exception as exc:
         raise TypeError(
-            f"SqliteMapping cannot hold the value {_show(value)}: it pickles, but loading the "
+            f"SqliteMapping cannot hold the value {short_repr(value)}: it pickles, but loading the "
             f"pickle raises {exc!r}"
         ) from exc
     return data
@@ -610,23 +613,18 @@ class SqliteMapping(MutableMapping[Any, Any]):
         self.table = table
         self._table = f'"{table}"'  # quoted for SQL
         self._lock = threading.RLock()
-        connection = sqlite3.connect(
-            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        self._connection = connect(self.path, timeout=timeout, prepare=self._prepare)
+
+    def _prepare(self, connection: sqlite3.Connection) -> None:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        # AUTOINCREMENT: a position is never reused, so a key written later
+        # always iterates later, even after the last one was deleted.
+        connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {self._table} ("
+            "position INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "identity BLOB NOT NULL UNIQUE, key BLOB NOT NULL, value BLOB NOT NULL)"
         )
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            # AUTOINCREMENT: a position is never reused, so a key written later
-            # always iterates later, even after the last one was deleted.
-            connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._table} ("
-                "position INTEGER PRIMARY KEY AUTOINCREMENT, "
-                "identity BLOB NOT NULL UNIQUE, key BLOB NOT NULL, value BLOB NOT NULL)"
-            )
-        except BaseException:
-            connection.close()
-            raise
-        self._connection = connection
 
     def __repr__(self) -> str:
         return f"<SqliteMapping {self.path!r} table {self.table!r}>"
@@ -653,14 +651,8 @@ class SqliteMapping(MutableMapping[Any, Any]):
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._connection
-            except BaseException:
-                self._connection.execute("ROLLBACK")
-                raise
-            self._connection.execute("COMMIT")
+        with self._lock, transaction(self._connection) as connection:
+            yield connection
 
     def __getitem__(self, key: Any) -> Any:
         rows = self._query(f"SELECT value FROM {self._table} WHERE identity = ?", (_identity(key),))
@@ -753,30 +745,6 @@ class SqliteMapping(MutableMapping[Any, Any]):
         return pickle.loads(row[2] if found is None else found[0])
 
 
-def _temporary_directory(scope: FeatureScope, prefix: str) -> str:
-    """Make a directory that the scope removes, registered before anything else can fail."""
-    directory = tempfile.mkdtemp(prefix=prefix)
-    scope.defer(functools.partial(shutil.rmtree, directory))
-    return directory
-
-
-def _drop_table(path: str | os.PathLike[str], table: str) -> None:
-    connection = sqlite3.connect(path, isolation_level=None)
-    try:
-        connection.execute(f'DROP TABLE IF EXISTS "{table}"')
-    finally:
-        connection.close()
-
-
-def _unique_table() -> str:
-    return f"conformkit_{uuid.uuid4().hex}"
-
-
-def _open_shelf(path: str) -> shelve.Shelf[Any]:
-    # typeshed types dbm.dumb's keys as str | bytes and Shelf's as bytes; it takes both.
-    return shelve.Shelf(cast("MutableMapping[bytes, bytes]", dbm.dumb.open(path, "c")))
-
-
 # --------------------------------------------------------------------------- implementations
 
 
@@ -836,8 +804,8 @@ class ShelveMappingImplementation(FeatureImplementation[MappingAPI, MappingCase]
     )
 
     def create(self, scope: FeatureScope) -> MappingAPI:
-        directory = _temporary_directory(scope, "conformkit-shelve-")
-        shelf = _open_shelf(os.path.join(directory, "shelf"))
+        directory = temporary_directory(scope, "shelve")
+        shelf = open_shelf(os.path.join(directory, "shelf"))
         scope.defer(shelf.close)
         return shelf
 
@@ -860,13 +828,8 @@ class SqliteMappingImplementation(FeatureImplementation[MappingAPI, MappingCase]
         self.path = path
 
     def create(self, scope: FeatureScope) -> MappingAPI:
-        if self.path is None:
-            directory = _temporary_directory(scope, "conformkit-mapping-")
-            mapping = SqliteMapping(os.path.join(directory, "mapping.sqlite3"))
-        else:
-            table = _unique_table()
-            scope.defer(functools.partial(_drop_table, self.path, table))
-            mapping = SqliteMapping(self.path, table=table)
+        database, table = scope_table(scope, self.path, "mapping", "mapping")
+        mapping = SqliteMapping(database, table=table)
         scope.defer(mapping.close)
         return mapping
 

@@ -30,17 +30,14 @@ or expires (claims here are forever), fairness among contenders, or performance.
 from __future__ import annotations
 
 import copy
-import functools
 import itertools
 import json
 import math
 import os
-import shutil
 import sqlite3
-import tempfile
 import uuid
-from collections.abc import Awaitable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Awaitable, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, cast, final, get_args
 
@@ -53,6 +50,7 @@ from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
 from ..laws import race, round_trip_async, strictly_equal
+from ._support import PathAndNamespace, connect, scope_database, transaction
 
 __all__ = [
     "CONTENDERS",
@@ -73,6 +71,9 @@ __all__ = [
     "suite",
 ]
 
+
+# --------------------------------------------------------------------------- API and errors
+
 FIELDS: Final = ("params", "status", "result", "error", "labels", "history")
 """
 The fields a run may have, the parameters of the ``fidelity`` family.
@@ -92,9 +93,6 @@ _INITIAL: Final[Mapping[str, object]] = {
     "labels": {},
     "history": [],
 }
-
-
-# --------------------------------------------------------------------------- the API
 
 
 class RunStoreError(Exception):
@@ -197,7 +195,7 @@ class RunStore(Protocol):
         ...
 
 
-# --------------------------------------------------------------------------- the feature
+# --------------------------------------------------------------------------- case names
 
 _PlainCase = Literal[
     "create_then_get",
@@ -210,6 +208,10 @@ _PlainCase = Literal[
     "claims_are_per_step",
 ]
 RunStoreCase = _PlainCase | Literal["fidelity"]
+"""The names of the profile's cases, and of its family."""
+
+
+# --------------------------------------------------------------------------- feature and suite
 
 feature = Feature[RunStore, RunStoreCase](
     "conformkit.profiles.run_store",
@@ -228,6 +230,9 @@ feature = Feature[RunStore, RunStoreCase](
 )
 
 suite = ContractSuite(feature)
+
+
+# --------------------------------------------------------------------------- cases
 
 CONTENDERS: Final = 8
 """How many calls each race starts at once."""
@@ -285,8 +290,8 @@ async def _expect(error: type[Exception], what: str, call: Awaitable[object]) ->
     raise AssertionError(f"expected {what} to raise {error.__name__}, but it returned {result!r}")
 
 
-@suite.case
-async def create_then_get(api: RunStore) -> None:
+@suite.case("create_then_get")
+async def _create_then_get(api: RunStore) -> None:
     persisted = api.persisted_fields
     unknown = sorted(set(persisted) - set(FIELDS))
     if unknown:
@@ -325,8 +330,8 @@ async def create_then_get(api: RunStore) -> None:
         )
 
 
-@suite.case
-async def unknown_run(api: RunStore) -> None:
+@suite.case("unknown_run")
+async def _unknown_run(api: RunStore) -> None:
     await _expect(UnknownRun, f"get({_NO_SUCH_RUN!r})", api.get(_NO_SUCH_RUN))
     await _expect(
         UnknownRun,
@@ -340,8 +345,8 @@ async def unknown_run(api: RunStore) -> None:
     )
 
 
-@suite.case
-async def update_bumps_version(api: RunStore) -> None:
+@suite.case("update_bumps_version")
+async def _update_bumps_version(api: RunStore) -> None:
     run_id = await api.create({"input": "a"})
     before = await api.get(run_id)
     updatable = _updatable(api)
@@ -360,8 +365,8 @@ async def update_bumps_version(api: RunStore) -> None:
         before = updated
 
 
-@suite.case
-async def stale_update_rejected(api: RunStore) -> None:
+@suite.case("stale_update_rejected")
+async def _stale_update_rejected(api: RunStore) -> None:
     run_id = await api.create({"input": "a"})
     start = await api.get(run_id)
     names = _updatable(api)[:1]
@@ -380,8 +385,8 @@ async def stale_update_rejected(api: RunStore) -> None:
         _check_same(updated, await api.get(run_id), "after an update rejected as stale, get")
 
 
-@suite.case
-async def concurrent_updates_single_winner(api: RunStore) -> None:
+@suite.case("concurrent_updates_single_winner")
+async def _concurrent_updates_single_winner(api: RunStore) -> None:
     run_id = await api.create({"input": "a"})
     start = await api.get(run_id)
     names = _updatable(api)[:1]
@@ -403,8 +408,8 @@ async def concurrent_updates_single_winner(api: RunStore) -> None:
     )
 
 
-@suite.case
-async def invalid_change_rejected(api: RunStore) -> None:
+@suite.case("invalid_change_rejected")
+async def _invalid_change_rejected(api: RunStore) -> None:
     run_id = await api.create({"input": "a"})
     before = await api.get(run_id)
     persisted = api.persisted_fields
@@ -422,8 +427,8 @@ async def invalid_change_rejected(api: RunStore) -> None:
         _check_same(before, await api.get(run_id), f"after the refused update {changes!r}, get")
 
 
-@suite.case
-async def claim_single_owner(api: RunStore) -> None:
+@suite.case("claim_single_owner")
+async def _claim_single_owner(api: RunStore) -> None:
     run_id = await api.create({"input": "a"})
     outcomes = await race(CONTENDERS, lambda index: api.claim_step(run_id, "extract"))
     outcomes.exactly_one_wins(AlreadyClaimed)
@@ -434,8 +439,8 @@ async def claim_single_owner(api: RunStore) -> None:
     )
 
 
-@suite.case
-async def claims_are_per_step(api: RunStore) -> None:
+@suite.case("claims_are_per_step")
+async def _claims_are_per_step(api: RunStore) -> None:
     first = await api.create({"input": "a"})
     second = await api.create({"input": "b"})
     for run_id, step in ((first, "extract"), (first, "load"), (second, "extract")):
@@ -508,8 +513,8 @@ def _change_in_place(value: object) -> None:
         value.append(_MARK)
 
 
-@suite.family
-async def fidelity(api: RunStore, name: str) -> None:
+@suite.family("fidelity")
+async def _fidelity(api: RunStore, name: str) -> None:
     if name not in api.persisted_fields:
         raise AssertionError(
             f"the implementation claims fidelity[{name}], but the store's persisted_fields "
@@ -564,7 +569,7 @@ async def fidelity(api: RunStore, name: str) -> None:
             )
 
 
-# --------------------------------------------------------------------------- value checks
+# --------------------------------------------------------------------------- reference stores
 
 
 def _check_json(
@@ -622,9 +627,6 @@ def _checked_changes(persisted: frozenset[str], changes: Mapping[str, object]) -
             )
         _check_json(name, value)
     return copy.deepcopy(dict(changes))
-
-
-# --------------------------------------------------------------------------- in memory
 
 
 @dataclass(slots=True)
@@ -702,8 +704,6 @@ class MemoryRunStore:
         self._claims.add((run_id, step))
 
 
-# --------------------------------------------------------------------------- SQLite
-
 _RUNS: Final = "run_store_runs"
 _CLAIMS: Final = "run_store_step_claims"
 _SCHEMA: Final = (
@@ -721,20 +721,8 @@ def _encode(value: object) -> str:
     return json.dumps(value, allow_nan=False, separators=(",", ":"))
 
 
-@contextmanager
-def _immediate(connection: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction that takes the database's write lock when it begins."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
-
-
 @final
-class SqliteRunStore:
+class SqliteRunStore(PathAndNamespace):
     """
     A run store in a SQLite database file, through the standard library's :mod:`sqlite3`.
 
@@ -779,19 +767,8 @@ class SqliteRunStore:
         namespace = f", namespace={self._namespace!r}" if self._namespace else ""
         return f"SqliteRunStore({self._path!r}{namespace})"
 
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._path
-
-    @property
-    def namespace(self) -> str:
-        """The prefix of the IDs of the runs this store creates."""
-        return self._namespace
-
     def _connect(self) -> sqlite3.Connection:
-        # isolation_level=None: no implicit transactions; each write says BEGIN IMMEDIATE.
-        return sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
+        return connect(self._path, timeout=self._busy_timeout)
 
     async def create_schema(self) -> None:
         """Create the tables if they do not exist, and put the database in WAL mode."""
@@ -854,7 +831,7 @@ class SqliteRunStore:
         values = (*(_encode(value) for value in checked.values()), run_id, expected_version)
 
         def in_thread() -> Run:
-            with closing(self._connect()) as connection, _immediate(connection):
+            with closing(self._connect()) as connection, transaction(connection):
                 cursor = connection.execute(
                     f"UPDATE {_RUNS} SET version = version + 1{assignments} "
                     "WHERE run_id = ? AND version = ?",
@@ -873,7 +850,7 @@ class SqliteRunStore:
         """Claim the step: a primary key decides; see :meth:`RunStore.claim_step`."""
 
         def in_thread() -> None:
-            with closing(self._connect()) as connection, _immediate(connection):
+            with closing(self._connect()) as connection, transaction(connection):
                 known = connection.execute(
                     f"SELECT 1 FROM {_RUNS} WHERE run_id = ?", (run_id,)
                 ).fetchone()
@@ -906,7 +883,7 @@ class SqliteRunStore:
 
         def in_thread() -> int:
             where = "WHERE substr(run_id, 1, ?) = ?"
-            with closing(self._connect()) as connection, _immediate(connection):
+            with closing(self._connect()) as connection, transaction(connection):
                 connection.execute(f"DELETE FROM {_CLAIMS} {where}", (len(prefix), prefix))
                 return connection.execute(
                     f"DELETE FROM {_RUNS} {where}", (len(prefix), prefix)
@@ -930,10 +907,6 @@ class MemoryRunStoreImplementation(FeatureImplementation[RunStore, RunStoreCase]
         return MemoryRunStore()
 
 
-async def _remove_directory(path: str) -> None:
-    await anyio.to_thread.run_sync(shutil.rmtree, path)
-
-
 @final
 class SqliteRunStoreImplementation(FeatureImplementation[RunStore, RunStoreCase]):
     """
@@ -955,16 +928,10 @@ class SqliteRunStoreImplementation(FeatureImplementation[RunStore, RunStoreCase]
         self.path = None if path is None else os.fspath(path)
 
     async def create(self, scope: FeatureScope) -> SqliteRunStore:
-        if self.path is None:
-            directory = await anyio.to_thread.run_sync(
-                functools.partial(tempfile.mkdtemp, prefix="conformkit-run-store-")
-            )
-            scope.defer(functools.partial(_remove_directory, directory))
-            store = SqliteRunStore(os.path.join(directory, "runs.sqlite3"))
-            await store.create_schema()
-        else:
-            store = SqliteRunStore(self.path, namespace=f"conformkit-{uuid.uuid4().hex}-")
-            await store.create_schema()  # before any run of the namespace exists
+        database, namespace = scope_database(scope, self.path, "run-store")
+        store = SqliteRunStore(database, namespace="" if namespace is None else f"{namespace}_")
+        await store.create_schema()  # before any run of the namespace exists
+        if namespace is not None:
             scope.defer(store.delete_namespace)
         return store
 

@@ -37,25 +37,21 @@ import itertools
 import json
 import math
 import os
-import shutil
 import sqlite3
-import tempfile
-import threading
-import uuid
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, Self, TypeAlias, cast, final, get_args
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast, final, get_args
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
 
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
+from .._util import short_repr
 from ..laws import race, round_trip_async, strictly_equal
+from ._support import AsyncSqliteStore, PathAndNamespace, connect, scope_database, transaction
 
 __all__ = [
     "JSON",
@@ -77,13 +73,13 @@ __all__ = [
     "suite",
 ]
 
+
+# --------------------------------------------------------------------------- API and errors
+
 JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
 """A JSON value: dicts with str keys, lists, str, int, finite float, bool and ``None``."""
 
 _MAX_SEQUENCE: Final = 2**63 - 1  # the largest integer SQLite stores
-
-
-# --------------------------------------------------------------------------- values and errors
 
 
 @final
@@ -163,9 +159,6 @@ class NotJSON(SessionEventsError, ValueError):
     """
 
 
-# --------------------------------------------------------------------------- the API
-
-
 class SessionEventsAPI(Protocol):
     """What the consumers of a session event store rely on."""
 
@@ -214,6 +207,25 @@ class SessionEventsAPI(Protocol):
         ...
 
 
+def _duplicate_session(session_id: str) -> DuplicateSession:
+    return DuplicateSession(f"session {session_id!r} exists already")
+
+
+def _unknown_session(session_id: str, role: str = "session") -> UnknownSession:
+    return UnknownSession(f"{role} {session_id!r} was never created")
+
+
+def _sequence_conflict(
+    session_id: str, event_id: str, sequence: int, holder: str
+) -> SequenceConflict:
+    return SequenceConflict(
+        f"cannot append event {event_id!r} to session {session_id!r}: sequence {sequence} "
+        f"belongs to event {holder!r}"
+    )
+
+
+# --------------------------------------------------------------------------- case names
+
 SessionEventsCase = Literal[
     "missing_session_loads_as_none",
     "load_returns_created_session",
@@ -233,6 +245,10 @@ SessionEventsCase = Literal[
     "json_round_trips_strictly",
     "non_json_rejected",
 ]
+"""The names of the profile's cases."""
+
+
+# --------------------------------------------------------------------------- feature and suite
 
 feature = Feature[SessionEventsAPI, SessionEventsCase](
     "conformkit.profiles.session_events",
@@ -251,487 +267,10 @@ feature = Feature[SessionEventsAPI, SessionEventsCase](
 )
 
 
-# --------------------------------------------------------------------------- shared rules
-
-
-def _clone_json(value: object, what: str) -> JSON:
-    """
-    Return a deep copy of ``value``, which must be JSON, exactly: no subclasses.
-
-    :raises NotJSON: naming ``what`` and the path to the first value JSON cannot hold.
-    """
-    return _clone(value, what, "", set())
-
-
-def _clone(value: object, what: str, path: str, active: set[int]) -> JSON:
-    kind = type(value)
-    if value is None or kind is str or kind is bool or kind is int:
-        return cast("JSON", value)
-    where = path or "the top level"
-    if isinstance(value, float) and kind is float:
-        if math.isfinite(value):
-            return value
-        raise NotJSON(f"{what} is not JSON: {value!r} at {where}; JSON has no NaN or infinity")
-    if isinstance(value, list | dict) and kind in (list, dict):
-        if id(value) in active:
-            raise NotJSON(f"{what} is not JSON: it contains itself at {where}")
-        active.add(id(value))
-        try:
-            if isinstance(value, list):
-                return [
-                    _clone(item, what, f"{path}[{index}]", active)
-                    for index, item in enumerate(value)
-                ]
-            copy: dict[str, JSON] = {}
-            for key, item in value.items():
-                if type(key) is not str:
-                    raise NotJSON(
-                        f"{what} is not JSON: key {key!r} at {where}; JSON object keys are strings"
-                    )
-                copy[key] = _clone(item, what, f"{path}[{key!r}]", active)
-            return copy
-        finally:
-            active.discard(id(value))
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    raise NotJSON(
-        f"{what} is not JSON: {kind.__qualname__} {shown} at {where}; JSON holds only dicts "
-        f"with str keys, lists, str, int, finite float, bool and None"
-    )
-
-
-def _clone_metadata(session_id: str, metadata: object) -> dict[str, JSON]:
-    what = f"metadata of session {session_id!r}"
-    if type(metadata) is not dict:
-        raise NotJSON(f"{what} must be a dict (a JSON object), got {metadata!r}")
-    return cast("dict[str, JSON]", _clone_json(metadata, what))
-
-
-def _clone_payload(event: Event) -> JSON:
-    return _clone_json(event.payload, f"payload of event {event.event_id!r}")
-
-
-def _duplicate_session(session_id: str) -> DuplicateSession:
-    return DuplicateSession(f"session {session_id!r} exists already")
-
-
-def _unknown_session(session_id: str, role: str = "session") -> UnknownSession:
-    return UnknownSession(f"{role} {session_id!r} was never created")
-
-
-def _sequence_conflict(
-    session_id: str, event_id: str, sequence: int, holder: str
-) -> SequenceConflict:
-    return SequenceConflict(
-        f"cannot append event {event_id!r} to session {session_id!r}: sequence {sequence} "
-        f"belongs to event {holder!r}"
-    )
-
-
-# --------------------------------------------------------------------------- in memory
-
-
-@dataclass(slots=True)
-class _StoredSession:
-    metadata: dict[str, JSON]
-    parent_id: str | None
-    events: dict[str, Event] = field(default_factory=dict)  # by event ID
-    sequences: dict[int, str] = field(default_factory=dict)  # event ID by sequence
-    children: set[str] = field(default_factory=set)
-
-
-class MemorySessionEvents:
-    """
-    The in-memory reference store: dicts, with every value copied in and out.
-
-    Each operation checks for cancellation, then runs without awaiting, so
-    concurrent calls never interleave. Not final: subclass it to inject a
-    fault, as the profile's own tests do.
-    """
-
-    __slots__ = ("_sessions",)
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, _StoredSession] = {}
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__qualname__} of {len(self._sessions)} session(s)>"
-
-    def _session(self, session_id: str) -> _StoredSession:
-        stored = self._sessions.get(session_id)
-        if stored is None:
-            raise _unknown_session(session_id)
-        return stored
-
-    async def create_session(
-        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
-    ) -> None:
-        """See :meth:`SessionEventsAPI.create_session`."""
-        await anyio.lowlevel.checkpoint()
-        copy = _clone_metadata(session_id, metadata)
-        if session_id in self._sessions:
-            raise _duplicate_session(session_id)
-        if parent_id is not None:
-            parent = self._sessions.get(parent_id)
-            if parent is None:
-                raise _unknown_session(parent_id, "parent session")
-            parent.children.add(session_id)
-        self._sessions[session_id] = _StoredSession(copy, parent_id)
-
-    async def load_session(self, session_id: str) -> SessionRecord | None:
-        """See :meth:`SessionEventsAPI.load_session`."""
-        await anyio.lowlevel.checkpoint()
-        stored = self._sessions.get(session_id)
-        if stored is None:
-            return None
-        return SessionRecord(
-            session_id, _clone_metadata(session_id, stored.metadata), stored.parent_id
-        )
-
-    async def append(self, session_id: str, event: Event) -> bool:
-        """See :meth:`SessionEventsAPI.append`."""
-        await anyio.lowlevel.checkpoint()
-        payload = _clone_payload(event)
-        stored = self._session(session_id)
-        if event.event_id in stored.events:
-            return False
-        holder = stored.sequences.get(event.sequence)
-        if holder is not None:
-            raise _sequence_conflict(session_id, event.event_id, event.sequence, holder)
-        stored.events[event.event_id] = Event(event.event_id, event.sequence, payload)
-        stored.sequences[event.sequence] = event.event_id
-        return True
-
-    async def replay(self, session_id: str) -> list[Event]:
-        """See :meth:`SessionEventsAPI.replay`."""
-        await anyio.lowlevel.checkpoint()
-        stored = self._session(session_id)
-        return [
-            Event(event.event_id, event.sequence, _clone_payload(event))
-            for event in sorted(stored.events.values(), key=lambda event: event.sequence)
-        ]
-
-    async def children(self, session_id: str) -> list[str]:
-        """See :meth:`SessionEventsAPI.children`."""
-        await anyio.lowlevel.checkpoint()
-        return sorted(self._session(session_id).children)
-
-
-# --------------------------------------------------------------------------- SQLite
-
-_SCHEMA: Final = """
-PRAGMA journal_mode = WAL;
-BEGIN IMMEDIATE;
-CREATE TABLE IF NOT EXISTS sessions (
-    namespace TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    parent_id TEXT,
-    metadata TEXT NOT NULL,
-    PRIMARY KEY (namespace, session_id),
-    FOREIGN KEY (namespace, parent_id) REFERENCES sessions (namespace, session_id)
-);
-CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (namespace, parent_id, session_id);
-CREATE TABLE IF NOT EXISTS events (
-    namespace TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    event_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY (namespace, session_id, event_id),
-    UNIQUE (namespace, session_id, sequence),
-    FOREIGN KEY (namespace, session_id) REFERENCES sessions (namespace, session_id)
-);
-COMMIT;
-"""
-
-_BUSY_TIMEOUT: Final = 10.0
-"""Seconds a connection waits for another process's write lock before giving up."""
-
-
-def _dump(value: JSON) -> str:
-    # ASCII escapes keep any str, lone surrogates included, storable as SQLite text.
-    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-
-
-@final
-class SqliteSessionEvents:
-    """
-    A store in a SQLite database file: metadata and payloads are kept as JSON text.
-
-    The store opens one connection, on first use, and creates the tables if they
-    are absent; :meth:`aclose` (or leaving ``async with``) closes it. Every
-    operation runs in a worker thread, one at a time, in a transaction of its own
-    (writes take the write lock as they begin, so other processes that share the
-    file are serialised too); the event loop never blocks on the database. The
-    file is switched to WAL journal mode, with ``synchronous = NORMAL``: a
-    committed transaction survives the process dying, not the machine.
-
-    Rows belong to a **namespace**, so that several stores can share one file
-    without seeing each other's sessions.
-
-    ::
-
-        async with SqliteSessionEvents("sessions.sqlite3") as store:
-            await store.create_session("run-1", metadata={"user": "ada"})
-            await store.append("run-1", Event("e-1", 0, {"step": "start"}))
-
-    :param path: the database file; created if absent.
-    :param namespace: the namespace of this store's rows.
-    """
-
-    __slots__ = ("_closed", "_connection", "_lock", "_namespace", "_path")
-
-    def __init__(self, path: str | os.PathLike[str], *, namespace: str = "") -> None:
-        self._path = os.fspath(path)
-        self._namespace = namespace
-        self._lock = threading.Lock()  # one operation at a time on the connection
-        self._connection: sqlite3.Connection | None = None
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"SqliteSessionEvents({self._path!r}, namespace={self._namespace!r})"
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._path
-
-    @property
-    def namespace(self) -> str:
-        """The namespace of this store's rows."""
-        return self._namespace
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the connection; the store cannot be used afterwards. Closing twice is a no-op."""
-        await anyio.to_thread.run_sync(self._close)
-
-    def _close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    def _connect(self) -> sqlite3.Connection:
-        """The store's connection, opened (and the schema created) on first use."""
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
-        if self._connection is None:
-            connection = sqlite3.connect(
-                self._path,
-                timeout=_BUSY_TIMEOUT,
-                isolation_level=None,  # transactions are begun and ended below
-                check_same_thread=False,  # worker threads take turns, under the lock
-            )
-            try:
-                connection.execute("PRAGMA foreign_keys = ON")
-                connection.execute("PRAGMA synchronous = NORMAL")
-                connection.executescript(_SCHEMA)
-            except BaseException:
-                connection.close()
-                raise
-            self._connection = connection
-        return self._connection
-
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        """The connection in a transaction: committed on success, else rolled back."""
-        with self._lock:
-            connection = self._connect()
-            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-
-    def _exists(self, connection: sqlite3.Connection, session_id: str) -> bool:
-        row = connection.execute(
-            "SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
-            (self._namespace, session_id),
-        ).fetchone()
-        return row is not None
-
-    async def create_session(
-        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
-    ) -> None:
-        """See :meth:`SessionEventsAPI.create_session`."""
-        text = _dump(_clone_metadata(session_id, metadata))  # copied before any await
-        await anyio.to_thread.run_sync(self._create_session, session_id, text, parent_id)
-
-    def _create_session(self, session_id: str, text: str, parent_id: str | None) -> None:
-        with self._transaction(write=True) as connection:
-            if self._exists(connection, session_id):
-                raise _duplicate_session(session_id)
-            if parent_id is not None and not self._exists(connection, parent_id):
-                raise _unknown_session(parent_id, "parent session")
-            connection.execute(
-                "INSERT INTO sessions (namespace, session_id, parent_id, metadata) "
-                "VALUES (?, ?, ?, ?)",
-                (self._namespace, session_id, parent_id, text),
-            )
-
-    async def load_session(self, session_id: str) -> SessionRecord | None:
-        """See :meth:`SessionEventsAPI.load_session`."""
-        return await anyio.to_thread.run_sync(self._load_session, session_id)
-
-    def _load_session(self, session_id: str) -> SessionRecord | None:
-        with self._transaction(write=False) as connection:
-            row = connection.execute(
-                "SELECT metadata, parent_id FROM sessions WHERE namespace = ? AND session_id = ?",
-                (self._namespace, session_id),
-            ).fetchone()
-        if row is None:
-            return None
-        return SessionRecord(session_id, json.loads(row[0]), row[1])
-
-    async def append(self, session_id: str, event: Event) -> bool:
-        """See :meth:`SessionEventsAPI.append`."""
-        text = _dump(_clone_payload(event))  # copied before any await
-        return await anyio.to_thread.run_sync(
-            self._append, session_id, event.event_id, event.sequence, text
-        )
-
-    def _append(self, session_id: str, event_id: str, sequence: int, text: str) -> bool:
-        with self._transaction(write=True) as connection:
-            if not self._exists(connection, session_id):
-                raise _unknown_session(session_id)
-            key = (self._namespace, session_id)
-            duplicate = connection.execute(
-                "SELECT 1 FROM events WHERE namespace = ? AND session_id = ? AND event_id = ?",
-                (*key, event_id),
-            ).fetchone()
-            if duplicate is not None:
-                return False
-            holder = connection.execute(
-                "SELECT event_id FROM events WHERE namespace = ? AND session_id = ? "
-                "AND sequence = ?",
-                (*key, sequence),
-            ).fetchone()
-            if holder is not None:
-                raise _sequence_conflict(session_id, event_id, sequence, holder[0])
-            connection.execute(
-                "INSERT INTO events (namespace, session_id, event_id, sequence, payload) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (*key, event_id, sequence, text),
-            )
-            return True
-
-    async def replay(self, session_id: str) -> list[Event]:
-        """See :meth:`SessionEventsAPI.replay`."""
-        return await anyio.to_thread.run_sync(self._replay, session_id)
-
-    def _replay(self, session_id: str) -> list[Event]:
-        with self._transaction(write=False) as connection:
-            if not self._exists(connection, session_id):
-                raise _unknown_session(session_id)
-            rows = connection.execute(
-                "SELECT event_id, sequence, payload FROM events "
-                "WHERE namespace = ? AND session_id = ? ORDER BY sequence",
-                (self._namespace, session_id),
-            ).fetchall()
-        return [Event(event_id, sequence, json.loads(text)) for event_id, sequence, text in rows]
-
-    async def children(self, session_id: str) -> list[str]:
-        """See :meth:`SessionEventsAPI.children`."""
-        return await anyio.to_thread.run_sync(self._children, session_id)
-
-    def _children(self, session_id: str) -> list[str]:
-        with self._transaction(write=False) as connection:
-            if not self._exists(connection, session_id):
-                raise _unknown_session(session_id)
-            # SQLite's BINARY collation orders UTF-8 bytes, which is code point order: sorted().
-            rows = connection.execute(
-                "SELECT session_id FROM sessions WHERE namespace = ? AND parent_id = ? "
-                "ORDER BY session_id",
-                (self._namespace, session_id),
-            ).fetchall()
-        return [row[0] for row in rows]
-
-    async def clear(self) -> None:
-        """Delete every session and event of this store's namespace, and nothing else."""
-        await anyio.to_thread.run_sync(self._clear)
-
-    def _clear(self) -> None:
-        with self._transaction(write=True) as connection:
-            connection.execute("DELETE FROM events WHERE namespace = ?", (self._namespace,))
-            connection.execute("DELETE FROM sessions WHERE namespace = ?", (self._namespace,))
-
-
-# --------------------------------------------------------------------------- implementations
-
-
-@final
-class MemorySessionEventsImplementation(FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
-    """The in-memory reference implementation: a fresh :class:`MemorySessionEvents` per scope."""
-
-    feature = feature
-    coverage = feature.coverage()
-
-    def create(self, scope: FeatureScope) -> SessionEventsAPI:
-        return MemorySessionEvents()
-
-
-@final
-class SqliteSessionEventsImplementation(FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
-    """
-    The SQLite implementation: a :class:`SqliteSessionEvents` over a real database file.
-
-    By default each scope gets a database file in a temporary directory of its
-    own, removed when the scope closes. Given a ``path``, every scope uses that
-    file, in a namespace of its own that is cleared when the scope closes; the
-    tables stay.
-
-    :param path: a database file to run in, instead of a temporary one.
-    """
-
-    feature = feature
-    coverage = feature.coverage()
-
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = None if path is None else os.fspath(path)
-
-    def __repr__(self) -> str:
-        where = "temporary files" if self.path is None else repr(self.path)
-        return f"<SqliteSessionEventsImplementation on {where}>"
-
-    def create(self, scope: FeatureScope) -> SessionEventsAPI:
-        if self.path is None:
-            # One mkdir, made here rather than in a thread: a cancellation that came
-            # while a thread made it could leave it behind, unregistered.
-            directory = tempfile.mkdtemp(prefix="conformkit-session-events-")
-
-            @scope.defer
-            async def remove_database_directory() -> None:
-                await anyio.to_thread.run_sync(shutil.rmtree, directory)
-
-            store = SqliteSessionEvents(os.path.join(directory, "events.sqlite3"))
-            scope.defer(store.aclose)
-            return store
-        store = SqliteSessionEvents(self.path, namespace=f"conformkit-{uuid.uuid4().hex}")
-        scope.defer(store.aclose)
-        scope.defer(store.clear)  # runs first: cleanups run in reverse order
-        return store
-
-
-implementations: tuple[FeatureImplementation[SessionEventsAPI, SessionEventsCase], ...] = (
-    MemorySessionEventsImplementation(),
-    SqliteSessionEventsImplementation(),
-)
-"""One instance of each bundled implementation."""
-
-
-# --------------------------------------------------------------------------- the cases
-
 suite = ContractSuite(feature)
+
+
+# --------------------------------------------------------------------------- cases
 
 
 async def _raises(expected: type[Exception], call: Awaitable[object], doing: str) -> None:
@@ -1142,3 +681,404 @@ async def _non_json_rejected(api: SessionEventsAPI) -> None:
     _expect(
         "append('s', e-0) after its rejection", await api.append("s", Event("e-0", 0, {})), True
     )
+
+
+# --------------------------------------------------------------------------- reference stores
+
+
+def _clone_json(value: object, what: str) -> JSON:
+    """
+    Return a deep copy of ``value``, which must be JSON, exactly: no subclasses.
+
+    :raises NotJSON: naming ``what`` and the path to the first value JSON cannot hold.
+    """
+    return _clone(value, what, "", set())
+
+
+def _clone(value: object, what: str, path: str, active: set[int]) -> JSON:
+    kind = type(value)
+    if value is None or kind is str or kind is bool or kind is int:
+        return cast("JSON", value)
+    where = path or "the top level"
+    if isinstance(value, float) and kind is float:
+        if math.isfinite(value):
+            return value
+        raise NotJSON(f"{what} is not JSON: {value!r} at {where}; JSON has no NaN or infinity")
+    if isinstance(value, list | dict) and kind in (list, dict):
+        if id(value) in active:
+            raise NotJSON(f"{what} is not JSON: it contains itself at {where}")
+        active.add(id(value))
+        try:
+            if isinstance(value, list):
+                return [
+                    _clone(item, what, f"{path}[{index}]", active)
+                    for index, item in enumerate(value)
+                ]
+            copy: dict[str, JSON] = {}
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise NotJSON(
+                        f"{what} is not JSON: key {key!r} at {where}; JSON object keys are strings"
+                    )
+                copy[key] = _clone(item, what, f"{path}[{key!r}]", active)
+            return copy
+        finally:
+            active.discard(id(value))
+    raise NotJSON(
+        f"{what} is not JSON: {kind.__qualname__} {short_repr(value, 60)} at {where}; JSON "
+        f"holds only dicts with str keys, lists, str, int, finite float, bool and None"
+    )
+
+
+def _clone_metadata(session_id: str, metadata: object) -> dict[str, JSON]:
+    what = f"metadata of session {session_id!r}"
+    if type(metadata) is not dict:
+        raise NotJSON(f"{what} must be a dict (a JSON object), got {metadata!r}")
+    return cast("dict[str, JSON]", _clone_json(metadata, what))
+
+
+def _clone_payload(event: Event) -> JSON:
+    return _clone_json(event.payload, f"payload of event {event.event_id!r}")
+
+
+@dataclass(slots=True)
+class _StoredSession:
+    metadata: dict[str, JSON]
+    parent_id: str | None
+    events: dict[str, Event] = field(default_factory=dict)  # by event ID
+    sequences: dict[int, str] = field(default_factory=dict)  # event ID by sequence
+    children: set[str] = field(default_factory=set)
+
+
+class MemorySessionEvents:
+    """
+    The in-memory reference store: dicts, with every value copied in and out.
+
+    Each operation checks for cancellation, then runs without awaiting, so
+    concurrent calls never interleave. Not final: subclass it to inject a
+    fault, as the profile's own tests do.
+    """
+
+    __slots__ = ("_sessions",)
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _StoredSession] = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__} of {len(self._sessions)} session(s)>"
+
+    def _session(self, session_id: str) -> _StoredSession:
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            raise _unknown_session(session_id)
+        return stored
+
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        """See :meth:`SessionEventsAPI.create_session`."""
+        await anyio.lowlevel.checkpoint()
+        copy = _clone_metadata(session_id, metadata)
+        if session_id in self._sessions:
+            raise _duplicate_session(session_id)
+        if parent_id is not None:
+            parent = self._sessions.get(parent_id)
+            if parent is None:
+                raise _unknown_session(parent_id, "parent session")
+            parent.children.add(session_id)
+        self._sessions[session_id] = _StoredSession(copy, parent_id)
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionEventsAPI.load_session`."""
+        await anyio.lowlevel.checkpoint()
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return None
+        return SessionRecord(
+            session_id, _clone_metadata(session_id, stored.metadata), stored.parent_id
+        )
+
+    async def append(self, session_id: str, event: Event) -> bool:
+        """See :meth:`SessionEventsAPI.append`."""
+        await anyio.lowlevel.checkpoint()
+        payload = _clone_payload(event)
+        stored = self._session(session_id)
+        if event.event_id in stored.events:
+            return False
+        holder = stored.sequences.get(event.sequence)
+        if holder is not None:
+            raise _sequence_conflict(session_id, event.event_id, event.sequence, holder)
+        stored.events[event.event_id] = Event(event.event_id, event.sequence, payload)
+        stored.sequences[event.sequence] = event.event_id
+        return True
+
+    async def replay(self, session_id: str) -> list[Event]:
+        """See :meth:`SessionEventsAPI.replay`."""
+        await anyio.lowlevel.checkpoint()
+        stored = self._session(session_id)
+        return [
+            Event(event.event_id, event.sequence, _clone_payload(event))
+            for event in sorted(stored.events.values(), key=lambda event: event.sequence)
+        ]
+
+    async def children(self, session_id: str) -> list[str]:
+        """See :meth:`SessionEventsAPI.children`."""
+        await anyio.lowlevel.checkpoint()
+        return sorted(self._session(session_id).children)
+
+
+_SCHEMA: Final = """
+PRAGMA journal_mode = WAL;
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS sessions (
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    parent_id TEXT,
+    metadata TEXT NOT NULL,
+    PRIMARY KEY (namespace, session_id),
+    FOREIGN KEY (namespace, parent_id) REFERENCES sessions (namespace, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (namespace, parent_id, session_id);
+CREATE TABLE IF NOT EXISTS events (
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (namespace, session_id, event_id),
+    UNIQUE (namespace, session_id, sequence),
+    FOREIGN KEY (namespace, session_id) REFERENCES sessions (namespace, session_id)
+);
+COMMIT;
+"""
+
+_BUSY_TIMEOUT: Final = 10.0
+"""Seconds a connection waits for another process's write lock before giving up."""
+
+
+def _create_schema(connection: sqlite3.Connection) -> None:
+    connection.execute("PRAGMA foreign_keys = ON")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.executescript(_SCHEMA)
+
+
+def _dump(value: JSON) -> str:
+    # ASCII escapes keep any str, lone surrogates included, storable as SQLite text.
+    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+@final
+class SqliteSessionEvents(AsyncSqliteStore, PathAndNamespace):
+    """
+    A store in a SQLite database file: metadata and payloads are kept as JSON text.
+
+    The store opens one connection, on first use, and creates the tables if they
+    are absent; :meth:`aclose` (or leaving ``async with``) closes it. Every
+    operation runs in a worker thread, one at a time, in a transaction of its own
+    (writes take the write lock as they begin, so other processes that share the
+    file are serialised too); the event loop never blocks on the database. The
+    file is switched to WAL journal mode, with ``synchronous = NORMAL``: a
+    committed transaction survives the process dying, not the machine.
+
+    Rows belong to a **namespace**, so that several stores can share one file
+    without seeing each other's sessions.
+
+    ::
+
+        async with SqliteSessionEvents("sessions.sqlite3") as store:
+            await store.create_session("run-1", metadata={"user": "ada"})
+            await store.append("run-1", Event("e-1", 0, {"step": "start"}))
+
+    :param path: the database file; created if absent.
+    :param namespace: the namespace of this store's rows.
+    """
+
+    __slots__ = ("_namespace",)
+
+    _closed_error = RuntimeError
+
+    def __init__(self, path: str | os.PathLike[str], *, namespace: str = "") -> None:
+        super().__init__(path)
+        self._namespace = namespace
+
+    def __repr__(self) -> str:
+        return f"SqliteSessionEvents({self._path!r}, namespace={self._namespace!r})"
+
+    def _open(self) -> sqlite3.Connection:
+        return connect(self._path, timeout=_BUSY_TIMEOUT, prepare=_create_schema)
+
+    def _check_known(self, connection: sqlite3.Connection, session_id: str, role: str) -> None:
+        """Raise :exc:`UnknownSession` unless the session exists."""
+        if not self._exists(connection, session_id):
+            raise _unknown_session(session_id, role)
+
+    def _exists(self, connection: sqlite3.Connection, session_id: str) -> bool:
+        row = connection.execute(
+            "SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
+            (self._namespace, session_id),
+        ).fetchone()
+        return row is not None
+
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        """See :meth:`SessionEventsAPI.create_session`."""
+        text = _dump(_clone_metadata(session_id, metadata))  # copied before any await
+        await self._run(self._create_session, session_id, text, parent_id)
+
+    def _create_session(
+        self, connection: sqlite3.Connection, session_id: str, text: str, parent_id: str | None
+    ) -> None:
+        with transaction(connection):
+            if self._exists(connection, session_id):
+                raise _duplicate_session(session_id)
+            if parent_id is not None:
+                self._check_known(connection, parent_id, "parent session")
+            connection.execute(
+                "INSERT INTO sessions (namespace, session_id, parent_id, metadata) "
+                "VALUES (?, ?, ?, ?)",
+                (self._namespace, session_id, parent_id, text),
+            )
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionEventsAPI.load_session`."""
+        return await self._run(self._load_session, session_id)
+
+    def _load_session(
+        self, connection: sqlite3.Connection, session_id: str
+    ) -> SessionRecord | None:
+        with transaction(connection, "DEFERRED"):
+            row = connection.execute(
+                "SELECT metadata, parent_id FROM sessions WHERE namespace = ? AND session_id = ?",
+                (self._namespace, session_id),
+            ).fetchone()
+        if row is None:
+            return None
+        return SessionRecord(session_id, json.loads(row[0]), row[1])
+
+    async def append(self, session_id: str, event: Event) -> bool:
+        """See :meth:`SessionEventsAPI.append`."""
+        text = _dump(_clone_payload(event))  # copied before any await
+        return await self._run(self._append, session_id, event.event_id, event.sequence, text)
+
+    def _append(
+        self,
+        connection: sqlite3.Connection,
+        session_id: str,
+        event_id: str,
+        sequence: int,
+        text: str,
+    ) -> bool:
+        with transaction(connection):
+            self._check_known(connection, session_id, "session")
+            key = (self._namespace, session_id)
+            duplicate = connection.execute(
+                "SELECT 1 FROM events WHERE namespace = ? AND session_id = ? AND event_id = ?",
+                (*key, event_id),
+            ).fetchone()
+            if duplicate is not None:
+                return False
+            holder = connection.execute(
+                "SELECT event_id FROM events WHERE namespace = ? AND session_id = ? "
+                "AND sequence = ?",
+                (*key, sequence),
+            ).fetchone()
+            if holder is not None:
+                raise _sequence_conflict(session_id, event_id, sequence, holder[0])
+            connection.execute(
+                "INSERT INTO events (namespace, session_id, event_id, sequence, payload) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (*key, event_id, sequence, text),
+            )
+            return True
+
+    async def replay(self, session_id: str) -> list[Event]:
+        """See :meth:`SessionEventsAPI.replay`."""
+        rows = await self._run(
+            self._select_in_session,
+            "SELECT event_id, sequence, payload FROM events "
+            "WHERE namespace = ? AND session_id = ? ORDER BY sequence",
+            session_id,
+        )
+        return [Event(event_id, sequence, json.loads(text)) for event_id, sequence, text in rows]
+
+    async def children(self, session_id: str) -> list[str]:
+        """See :meth:`SessionEventsAPI.children`."""
+        # SQLite's BINARY collation orders UTF-8 bytes, which is code point order: sorted().
+        rows = await self._run(
+            self._select_in_session,
+            "SELECT session_id FROM sessions WHERE namespace = ? AND parent_id = ? "
+            "ORDER BY session_id",
+            session_id,
+        )
+        return [row[0] for row in rows]
+
+    def _select_in_session(
+        self, connection: sqlite3.Connection, query: str, session_id: str
+    ) -> list[Any]:
+        """The rows of ``query`` for a session, which must exist; read in one transaction."""
+        with transaction(connection, "DEFERRED"):
+            self._check_known(connection, session_id, "session")
+            return connection.execute(query, (self._namespace, session_id)).fetchall()
+
+    async def clear(self) -> None:
+        """Delete every session and event of this store's namespace, and nothing else."""
+        await self._run(self._clear)
+
+    def _clear(self, connection: sqlite3.Connection) -> None:
+        with transaction(connection):
+            connection.execute("DELETE FROM events WHERE namespace = ?", (self._namespace,))
+            connection.execute("DELETE FROM sessions WHERE namespace = ?", (self._namespace,))
+
+
+# --------------------------------------------------------------------------- implementations
+
+
+@final
+class MemorySessionEventsImplementation(FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
+    """The in-memory reference implementation: a fresh :class:`MemorySessionEvents` per scope."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def create(self, scope: FeatureScope) -> SessionEventsAPI:
+        return MemorySessionEvents()
+
+
+@final
+class SqliteSessionEventsImplementation(FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
+    """
+    The SQLite implementation: a :class:`SqliteSessionEvents` over a real database file.
+
+    By default each scope gets a database file in a temporary directory of its
+    own, removed when the scope closes. Given a ``path``, every scope uses that
+    file, in a namespace of its own that is cleared when the scope closes; the
+    tables stay.
+
+    :param path: a database file to run in, instead of a temporary one.
+    """
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = None if path is None else os.fspath(path)
+
+    def __repr__(self) -> str:
+        where = "temporary files" if self.path is None else repr(self.path)
+        return f"<SqliteSessionEventsImplementation on {where}>"
+
+    def create(self, scope: FeatureScope) -> SessionEventsAPI:
+        database, namespace = scope_database(scope, self.path, "session-events")
+        store = SqliteSessionEvents(database, namespace=namespace or "")
+        scope.defer(store.aclose)
+        if namespace is not None:
+            scope.defer(store.clear)  # runs first: cleanups run in reverse order
+        return store
+
+
+implementations: tuple[FeatureImplementation[SessionEventsAPI, SessionEventsCase], ...] = (
+    MemorySessionEventsImplementation(),
+    SqliteSessionEventsImplementation(),
+)
+"""One instance of each bundled implementation."""
