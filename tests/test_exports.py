@@ -5,11 +5,11 @@ In the manner of trio's ``test_exports.py``: the modules are found by walking th
 package, so a new public module is checked without being listed here.
 """
 
-from __future__ import annotations  # isort: split
+from __future__ import annotations
 
-import __future__  # a plain import: its feature objects are not exports
-
+import ast
 import importlib
+import inspect
 import pkgutil
 import types
 from collections.abc import Iterator
@@ -29,31 +29,6 @@ def _public_module_names() -> Iterator[str]:
             yield info.name
 
 
-NOT_YET_CURATED = ("conformkit.cli", "conformkit.profiles")
-"""
-Public modules (and the modules under them) whose names are still being curated: each
-is expected to fail the check, strictly, so that it is removed here once it passes.
-"""
-
-
-def _module_params() -> list[object]:
-    params: list[object] = []
-    for name in _public_module_names():
-        pending = any(name == prefix or name.startswith(f"{prefix}.") for prefix in NOT_YET_CURATED)
-        marks = (
-            [pytest.mark.xfail(reason="its public names are not curated yet", strict=True)]
-            if pending
-            else []
-        )
-        params.append(pytest.param(name, marks=marks, id=name))
-    return params
-
-
-def _is_future_feature(value: object) -> bool:
-    """Whether ``value`` is what ``from __future__ import x`` binds: a compiler flag."""
-    return any(value is getattr(__future__, name) for name in __future__.all_feature_names)
-
-
 def _is_submodule(module: types.ModuleType, value: object) -> bool:
     return isinstance(value, types.ModuleType) and value.__name__.startswith(f"{module.__name__}.")
 
@@ -70,26 +45,45 @@ class TestAll:
         assert {"conformkit", "conformkit.laws", "conformkit.cli", "conformkit.profiles"} <= names
         assert not any(name.rpartition(".")[2].startswith("_") for name in names)
 
-    @pytest.mark.parametrize("name", _module_params())
+    @pytest.mark.parametrize("name", list(_public_module_names()))
     def test_all_lists_exactly_the_public_names(self, name: str) -> None:
         """
-        ``__all__`` exists, names only what the module has, and is every public name
-        of the module: no imported helper such as ``os`` or ``Any`` is left public.
+        ``__all__`` exists, names only what the module has, and is exactly the public
+        names the module defines or re-exports (``from ._x import Name as Name``): no
+        imported helper such as ``os`` or ``Any`` is in it, and nothing defined is left out.
         """
         module = importlib.import_module(name)
         exported = getattr(module, "__all__", None)
         assert isinstance(exported, list | tuple), f"{name} has no __all__"
         assert len(set(exported)) == len(exported), f"{name}.__all__ repeats a name"
         assert [entry for entry in exported if not hasattr(module, entry)] == []
-        public = {
-            entry
-            for entry in dir(module)
-            if not entry.startswith("_")
-            and not _is_submodule(module, getattr(module, entry))
-            and not _is_future_feature(getattr(module, entry))
-        }
+        assert [entry for entry in exported if _is_submodule(module, getattr(module, entry))] == []
+        public = {entry for entry in _own_names(module) if not entry.startswith("_")}
         assert sorted(public - set(exported)) == [], f"public in {name} but not in __all__"
-        assert sorted(set(exported) - public) == [], f"in {name}.__all__ but private"
+        assert sorted(set(exported) - public) == [], f"in {name}.__all__ but not its own"
+
+
+def _own_names(module: types.ModuleType) -> set[str]:
+    """
+    The names a module binds at its top level by ``def``, ``class`` or assignment,
+    and those it re-exports by the explicit ``import x as x`` form (PEP 484).
+    """
+    names: set[str] = set()
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(
+                target.id
+                for each in targets
+                for target in ast.walk(each)
+                if isinstance(target, ast.Name)
+            )
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            names.update(alias.name for alias in node.names if alias.asname == alias.name)
+    names.discard("__all__")
+    return names
 
 
 OPEN_TO_SUBCLASSING: dict[type, str] = {

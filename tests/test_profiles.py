@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib
 import inspect
 import re
@@ -25,29 +24,6 @@ SECTIONS = [
     "reference stores",
     "implementations",
 ]
-
-
-def own_names(module: ModuleType) -> tuple[set[str], set[str]]:
-    """
-    The names a module binds at its top level: those it defines (by ``def``,
-    ``class`` or assignment) and those it imports.
-    """
-    defined: set[str] = set()
-    imported: set[str] = set()
-    for node in ast.parse(inspect.getsource(module)).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            defined.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            defined.update(
-                name.id
-                for target in targets
-                for name in ast.walk(target)
-                if isinstance(name, ast.Name)
-            )
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            imported.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
-    return defined, imported
 
 
 def documented_cases(module: ModuleType) -> list[str]:
@@ -86,23 +62,6 @@ class TestBundled:
 
 class TestModules:
     """Each profile module, and the package, says what it exports and keeps one layout."""
-
-    @pytest.mark.parametrize(
-        "module", [conformkit.profiles, *PROFILES], ids=lambda module: module.__name__
-    )
-    def test_all_is_exactly_the_public_names_it_defines(self, module: ModuleType) -> None:
-        """__all__ lists each public name the module defines, and no module or import."""
-        defined, imported = own_names(module)
-        exported = list(module.__all__)
-        assert sorted(exported) == sorted({name for name in defined if not name.startswith("_")})
-        assert len(set(exported)) == len(exported)
-        assert not [name for name in exported if isinstance(getattr(module, name), ModuleType)]
-        public = {
-            name
-            for name, value in vars(module).items()
-            if not name.startswith("_") and not isinstance(value, ModuleType)
-        }
-        assert public - set(exported) <= imported
 
     @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
     def test_sections_come_in_the_common_order(self, module: ModuleType) -> None:
