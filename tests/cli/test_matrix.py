@@ -14,21 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit._collect import Distribution, Shard, collect_modules, select
 from conformkit._exceptions import UsageError
-from conformkit._matrix import (
-    BaselineInfo,
-    BaselineMark,
-    CaseRecord,
-    Entry,
-    ErrorRecord,
-    Matrix,
-    RunInfo,
-    StaleEntry,
-    from_json,
-    merge,
-    run_pairs,
-)
+from conformkit._report import Gate
+from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
+from conformkit.cli._collect import Distribution, Shard, collect_modules, select
+from conformkit.cli._commands import run_pairs
+from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo, from_json, merge
 
 texts = st.text(st.characters(codec="utf-8"), max_size=12)
 identifiers = st.text(string.ascii_letters + "._-[]", min_size=1, max_size=10)
@@ -161,9 +152,9 @@ class TestGate:
         try:
             ck.assert_contract(report, require_full=require_full)
         except ck.ContractFailure:
-            assert entry.offences(require_full)
+            assert entry.offences(Gate(require_full=require_full))
         else:
-            assert not entry.offences(require_full)
+            assert not entry.offences(Gate(require_full=require_full))
 
     def test_known_failures_hold_and_other_marks_fail(self) -> None:
         """A known failure holds; an unexpected pass or a stale mark fails the gate."""
@@ -171,19 +162,21 @@ class TestGate:
         failed = CaseRecord("b", ck.CaseStatus.FAILED, "boom", 0.0)
         entry = Entry("f", "Impl", "m", None, ("a", "b"), (passed, failed))
         known = replace(failed, baseline=BaselineMark("known", "#12"))
-        assert not replace(entry, results=(passed, known)).offences(False)
+        assert not replace(entry, results=(passed, known)).offences(Gate())
         unexpected = replace(passed, baseline=BaselineMark("unexpected-pass", "#12"))
-        assert replace(entry, results=(unexpected, known)).offences(False) == [
-            "a: passed, but the baseline lists it as failing (#12); remove the entry"
+        assert replace(entry, results=(unexpected, known)).offences(Gate()) == [
+            "a: unexpected pass: the baseline lists it as failing (#12); remove the entry"
         ]
 
     def test_only_complete_entries_can_prove_nothing(self) -> None:
         """A shard holding only unsupported cases holds; the whole pair would not."""
         gap = CaseRecord("b", ck.CaseStatus.UNSUPPORTED, "not yet", 0.0)
         part = Entry("f", "Impl", "m", None, ("a", "b"), (gap,))
-        assert not part.offences(False)
+        assert not part.offences(Gate())
         whole = replace(part, planned=("b",))
-        assert whole.offences(False) == ["no case passed: a report that proves nothing cannot hold"]
+        assert whole.offences(Gate()) == [
+            "no case passed: a report that proves nothing cannot hold"
+        ]
 
     def test_stale_baseline_entries_fail_the_run(self) -> None:
         """A matrix with a stale baseline entry does not hold, even with every entry holding."""
