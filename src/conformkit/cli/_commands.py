@@ -25,6 +25,7 @@ from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 from ._console import Outputs, ProgressLine, printable, write
+from ._json import dumps
 from ._matrix import Entry, Matrix, from_json, merge, now, run_information
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
@@ -256,8 +257,7 @@ def _list_command(arguments: argparse.Namespace) -> int:
     pairs = collect(arguments.targets, installed=arguments.installed)
     selections = select(pairs, arguments.select, shard)
     if arguments.format == "json":
-        write(sys.stdout, json.dumps(_listing(pairs, selections), indent=2, ensure_ascii=False))
-        write(sys.stdout, "\n")
+        write(sys.stdout, dumps(_listing(pairs, selections)) + "\n")
         return 0
     narrowed = bool(arguments.select) or shard is not None
     lines: list[str] = []

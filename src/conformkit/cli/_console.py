@@ -44,7 +44,7 @@ def printable(text: str) -> str:
 
 def clean(text: str) -> str:
     """``text`` without lone surrogates, which no file encoding can hold."""
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def write(stream: TextIO, text: str) -> None:

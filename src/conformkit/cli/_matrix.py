@@ -6,7 +6,7 @@ all of them, the versioned JSON form, and the merge of shards' reports.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast, final
 
@@ -21,6 +21,11 @@ FORMAT: Final = "conformkit.report"
 """The ``format`` of a JSON report."""
 VERSION: Final = 1
 """The version of the JSON report's schema; see docs/report-format.md."""
+
+# Each status's text, and back: `status.value` is a descriptor call, which tells
+# in a report of many thousands of cases.
+_STATUS_TEXT: Final = {status: status.value for status in CaseStatus}
+_STATUSES: Final = {status.value: status for status in CaseStatus}
 
 
 @final
@@ -79,14 +84,14 @@ class CaseRecord:
         )
 
     def to_json(self) -> dict[str, Any]:
-        mark = self.baseline
+        mark, errors = self.baseline, self.cleanup_errors
         return {
             "case_id": self.case_id,
-            "status": self.status.value,
+            "status": _STATUS_TEXT[self.status],
             "reason": self.reason,
             "duration": self.duration,
             "error": None if self.error is None else self.error.to_json(),
-            "cleanup_errors": [error.to_json() for error in self.cleanup_errors],
+            "cleanup_errors": [error.to_json() for error in errors] if errors else [],
             "baseline": None if mark is None else mark.to_json(),
             "stale": self.stale,
         }
@@ -149,7 +154,8 @@ class Entry:
         """Why the entry fails the gate, with the baseline's say; empty when it holds."""
         return _outcome.offences(self, gate)
 
-    def to_json(self, gate: Gate) -> dict[str, Any]:
+    def to_json(self, *, holds: bool) -> dict[str, Any]:
+        """The entry in the JSON schema, with the gate's verdict on it."""
         distribution = self.distribution
         unexercised = self.unexercised
         return {
@@ -159,7 +165,7 @@ class Entry:
             "distribution": None
             if distribution is None
             else {"name": distribution.name, "version": distribution.version},
-            "holds": _outcome.holds(self, gate),
+            "holds": holds,
             "counts": {status.value: count for status, count in self.counts().items()},
             "duration": self.duration,
             "planned": list(self.planned),
@@ -216,6 +222,9 @@ class Matrix:
     run: RunInfo
     entries: tuple[Entry, ...]
     baseline: BaselineInfo | None = None
+    # The gate's verdict, once judged: every output asks for it, and a run may
+    # hold many thousands of cases. A matrix never changes, so neither does this.
+    _failing: tuple[Entry, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def stale(self) -> tuple[StaleEntry, ...]:
@@ -224,10 +233,14 @@ class Matrix:
     def offences(self, entry: Entry) -> list[str]:
         return entry.offences(self.run.gate)
 
-    def failing(self) -> list[Entry]:
+    def failing(self) -> tuple[Entry, ...]:
         """The entries that fail the gate."""
-        gate = self.run.gate
-        return [entry for entry in self.entries if not _outcome.holds(entry, gate)]
+        if self._failing is None:
+            gate = self.run.gate
+            failing = tuple(entry for entry in self.entries if not _outcome.holds(entry, gate))
+            object.__setattr__(self, "_failing", failing)
+            return failing
+        return self._failing
 
     @property
     def holds(self) -> bool:
@@ -244,16 +257,14 @@ class Matrix:
     def to_json(self) -> dict[str, Any]:
         """The report in the JSON schema of :data:`VERSION`, keys in a stable order."""
         baseline = self.baseline
-        gate = self.run.gate
-        reports = [entry.to_json(gate) for entry in self.entries]
-        holds = not self.stale and all(report["holds"] for report in reports)
+        failing = {id(entry) for entry in self.failing()}
         return {
             "format": FORMAT,
             "version": VERSION,
-            "verdict": "holds" if holds else "fails",
+            "verdict": "holds" if self.holds else "fails",
             "run": self.run.to_json(),
             "counts": {status.value: count for status, count in self.counts().items()},
-            "reports": reports,
+            "reports": [entry.to_json(holds=id(entry) not in failing) for entry in self.entries],
             "baseline": None if baseline is None else baseline.to_json(),
         }
 
@@ -389,7 +400,7 @@ class _Reader:
         distribution = self.optional(data, "distribution", dict, where)
         planned = self.strings(data, "planned", where)
         results = tuple(
-            self.case(item, f"{where}.results[{index}]")
+            _plain_case(item) or self.case(item, f"{where}.results[{index}]")
             for index, item in enumerate(self.objects(data, "results", where))
         )
         known = set(planned)
@@ -454,6 +465,45 @@ class _Reader:
         )
 
 
+_CASE_KEYS: Final = frozenset(
+    ("case_id", "status", "reason", "duration", "error", "cleanup_errors", "baseline")
+)
+
+
+def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
+    """
+    A result with nothing but plain values (no error, no cleanup error, no baseline
+    mark), as most are, read at once; ``None`` for any other, which the reader then
+    reads field by field, naming the first mistake.
+    """
+    if not data.keys() >= _CASE_KEYS:
+        return None
+    case_id, status, reason = data["case_id"], data["status"], data["reason"]
+    duration, stale = data["duration"], data.get("stale", False)
+    if (
+        type(case_id) is not str
+        or type(status) is not str
+        or status not in _STATUSES
+        or not (reason is None or type(reason) is str)
+        or type(duration) is not float
+        or type(stale) is not bool
+        or data["error"] is not None
+        or data["cleanup_errors"] != []
+        or data["baseline"] is not None
+    ):
+        return None
+    return CaseRecord(
+        clean(case_id),
+        _STATUSES[status],
+        None if reason is None else clean(reason),
+        duration,
+        None,
+        (),
+        None,
+        stale,
+    )
+
+
 def _kind_name(kind: type[Any]) -> str:
     return {
         str: "string",
@@ -508,8 +558,8 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
         raise UsageError("merge needs at least one report")
     first, first_source = reports[0]
     for matrix, source in reports[1:]:
-        for field, shown in (("require_full", "--require-full"), ("select", "-k")):
-            if getattr(matrix.run, field) != getattr(first.run, field):
+        for option, shown in (("require_full", "--require-full"), ("select", "-k")):
+            if getattr(matrix.run, option) != getattr(first.run, option):
                 raise UsageError(
                     f"{source} and {first_source} were run with different {shown} options; "
                     f"only reports of runs with the same options can be merged"

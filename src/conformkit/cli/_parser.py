@@ -124,39 +124,97 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 when the gate holds, 1 when it fails, 2 for a usage error.",
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    common = _Parser(add_help=False)
-    common.add_argument(
+    # Each command gets its options from the functions below rather than from
+    # `parents=`: every parser argparse builds costs `conformkit --help` time.
+    run = commands.add_parser(
+        "run",
+        help="run the contracts of TARGETs and gate on the outcome",
+        description="Run every implementation against every suite of the same feature.",
+    )
+    _add_debug(run)
+    _add_targets(run)
+    _add_running(run)
+    _add_outputs(run)
+    group = run.add_argument_group("baseline")
+    group.add_argument(
+        "--baseline", metavar="FILE", help="known failing cases (.toml or .json) to tolerate"
+    )
+    group.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="rewrite --baseline FILE from this run, keeping the reasons of entries that remain",
+    )
+
+    listing = commands.add_parser(
+        "list",
+        help="show features, cases, implementations and coverage without running anything",
+        description="Show the features, cases, implementations and coverage of TARGETs.",
+    )
+    _add_debug(listing)
+    _add_targets(listing)
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument("-v", "--verbose", action="count", default=0, help="every case")
+
+    demo = commands.add_parser(
+        "demo",
+        help="run every bundled profile against every bundled implementation",
+        description="Run every bundled profile against every bundled implementation.",
+    )
+    _add_debug(demo)
+    _add_running(demo)
+    _add_outputs(demo)
+
+    merging = commands.add_parser(
+        "merge",
+        help="combine the JSON reports of shards into one report",
+        description="Combine JSON reports (of the shards of a run) into one, and gate on it.",
+    )
+    _add_debug(merging)
+    _add_outputs(merging)
+    merging.add_argument("reports", nargs="+", metavar="REPORT.json")
+    return parser
+
+
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--debug",
         action="store_true",
         default=argparse.SUPPRESS,
         help="show the traceback of an error",
     )
 
-    outputs = _Parser(add_help=False)
-    group = outputs.add_argument_group("output")
-    group.add_argument(
-        "--format",
-        action=_FormatAction,
-        dest="outputs",
-        choices=FORMATS,
-        help="text (the default), json, junit, markdown or html; repeatable, each followed "
-        "by its --output (stdout without one)",
-    )
-    group.add_argument(
-        "--output",
-        "-o",
-        action=_OutputAction,
-        dest="outputs",
-        metavar="FILE",
-        help="write the --format before it to FILE (alone, the format follows FILE's suffix: "
-        ".txt, .json, .xml, .md, .html)",
-    )
-    group.add_argument("-q", "--quiet", action="count", default=0, help="say less")
-    group.add_argument("-v", "--verbose", action="count", default=0, help="say more")
 
-    running = _Parser(add_help=False)
-    group = running.add_argument_group("running")
+def _add_targets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help="a module (pkg.contracts), an object in one (pkg.contracts:suite), or a file "
+        "(tests/contracts.py, tests/contracts.py:MemoryStore)",
+    )
+    parser.add_argument(
+        "--installed",
+        action="store_true",
+        help="also run what installed distributions publish in the entry-point group "
+        "conformkit.contracts",
+    )
+    parser.add_argument(
+        "-k",
+        dest="select",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only the cases whose ID contains PATTERN (repeatable: any of them)",
+    )
+    parser.add_argument(
+        "--shard", metavar="K/N", help="job K of N: a deterministic share of the cases"
+    )
+
+
+def _add_running(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("running")
     group.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop"
     )
@@ -178,70 +236,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--require-full", action="store_true", help="every case must pass, unsupported too"
     )
 
-    targets = _Parser(add_help=False)
-    targets.add_argument(
-        "targets",
-        nargs="*",
-        metavar="TARGET",
-        help="a module (pkg.contracts), an object in one (pkg.contracts:suite), or a file "
-        "(tests/contracts.py, tests/contracts.py:MemoryStore)",
-    )
-    targets.add_argument(
-        "--installed",
-        action="store_true",
-        help="also run what installed distributions publish in the entry-point group "
-        "conformkit.contracts",
-    )
-    targets.add_argument(
-        "-k",
-        dest="select",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="only the cases whose ID contains PATTERN (repeatable: any of them)",
-    )
-    targets.add_argument(
-        "--shard", metavar="K/N", help="job K of N: a deterministic share of the cases"
-    )
 
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = commands.add_parser(
-        "run",
-        parents=[common, targets, running, outputs],
-        help="run the contracts of TARGETs and gate on the outcome",
-        description="Run every implementation against every suite of the same feature.",
-    )
-    group = run.add_argument_group("baseline")
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("output")
     group.add_argument(
-        "--baseline", metavar="FILE", help="known failing cases (.toml or .json) to tolerate"
+        "--format",
+        action=_FormatAction,
+        dest="outputs",
+        choices=FORMATS,
+        help="text (the default), json, junit, markdown or html; repeatable, each followed "
+        "by its --output (stdout without one)",
     )
     group.add_argument(
-        "--update-baseline",
-        action="store_true",
-        help="rewrite --baseline FILE from this run, keeping the reasons of entries that remain",
+        "--output",
+        "-o",
+        action=_OutputAction,
+        dest="outputs",
+        metavar="FILE",
+        help="write the --format before it to FILE (alone, the format follows FILE's suffix: "
+        ".txt, .json, .xml, .md, .html)",
     )
-
-    listing = commands.add_parser(
-        "list",
-        parents=[common, targets],
-        help="show features, cases, implementations and coverage without running anything",
-        description="Show the features, cases, implementations and coverage of TARGETs.",
-    )
-    listing.add_argument("--format", choices=("text", "json"), default="text")
-    listing.add_argument("-v", "--verbose", action="count", default=0, help="every case")
-
-    commands.add_parser(
-        "demo",
-        parents=[common, running, outputs],
-        help="run every bundled profile against every bundled implementation",
-        description="Run every bundled profile against every bundled implementation.",
-    )
-
-    merging = commands.add_parser(
-        "merge",
-        parents=[common, outputs],
-        help="combine the JSON reports of shards into one report",
-        description="Combine JSON reports (of the shards of a run) into one, and gate on it.",
-    )
-    merging.add_argument("reports", nargs="+", metavar="REPORT.json")
-    return parser
+    group.add_argument("-q", "--quiet", action="count", default=0, help="say less")
+    group.add_argument("-v", "--verbose", action="count", default=0, help="say more")

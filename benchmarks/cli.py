@@ -1,0 +1,180 @@
+"""
+The command line's own costs, against the plainest code doing the same work.
+
+- ``conformkit merge`` of two shards' JSON reports, and ``conformkit list --format
+  json``, each against writing the very document it writes with ``json.dumps``
+  (the same indentation) into a file. Both run in this process, interleaved with
+  their baselines, at two sizes; the per-case figure at the larger size over the
+  smaller one shows whether any step grows faster than the number of cases.
+- ``conformkit --help`` as a whole process, against ``python -c "import anyio"``.
+
+Every figure is the median over the rounds; nothing here is a verdict.
+
+    python benchmarks/cli.py [--rounds 5] [--sizes 3000,30000] [--process-rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conformkit.cli import main as conformkit
+
+CONTRACT = """
+import conformkit as ck
+
+names = [f"case_{{index}}" for index in range({cases})]
+feature = ck.Feature[dict[str, int]]("bench.cli", cases=names)
+
+
+def case(api: dict[str, int]) -> None:
+    api["touched"] = 1
+
+
+suite = ck.ContractSuite(feature, dict.fromkeys(names, case))
+
+
+class Whole(ck.FeatureImplementation[dict[str, int]]):
+    feature = feature
+    coverage = feature.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> dict[str, int]:
+        return {{}}
+
+
+class Gappy(ck.FeatureImplementation[dict[str, int]]):
+    feature = feature
+    coverage = feature.coverage(
+        unsupported={{name: "not in this store" for name in names[::10]}}
+    )
+
+    def create(self, scope: ck.FeatureScope) -> dict[str, int]:
+        return {{}}
+"""
+
+
+def quietly(arguments: list[str], stdout: io.TextIOBase | None = None) -> int:
+    """Run the command line in this process, its stdout going nowhere (or to ``stdout``)."""
+    with contextlib.redirect_stdout(stdout or io.StringIO()):
+        return conformkit(arguments)
+
+
+def write_json(document: object, path: Path) -> None:
+    """The baseline: the document, indented as the command line indents it, into a file."""
+    with open(path, "w", encoding="utf-8", newline="\n") as file:
+        file.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def interleave(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """The median seconds of each contender, run in turn each round so drift hits all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, contender in contenders.items():
+            gc.collect()  # no contender pays for the garbage of the one before
+            started = time.perf_counter()
+            contender()
+            samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def measure_size(folder: Path, size: int, rounds: int) -> dict[str, float]:
+    """Seconds per run of each contender, for a run of ``size`` cases in all."""
+    module = folder / f"bench_cli_{size}.py"
+    module.write_text(textwrap.dedent(CONTRACT.format(cases=size // 2)), encoding="utf-8")
+    shards = [str(folder / f"shard-{size}-{k}.json") for k in (1, 2)]
+    merged = folder / f"merged-{size}.json"
+    for k, shard in enumerate(shards, start=1):
+        status = quietly(["run", str(module), "--shard", f"{k}/2", "-o", shard, "-q"])
+        assert status == 0, status
+    merge = ["merge", *shards, "-o", str(merged), "-q"]
+    assert quietly(merge) == 0
+    report = json.loads(merged.read_text("utf-8"))
+    assert sum(len(entry["results"]) for entry in report["reports"]) == size
+    listed = io.StringIO()
+    assert quietly(["list", str(module), "--format", "json"], listed) == 0
+    listing = json.loads(listed.getvalue())
+    sink = folder / "written.json"
+    return interleave(
+        {
+            "write the report with json.dumps": lambda: write_json(report, sink),
+            "conformkit merge (2 shards)": lambda: quietly(merge),
+            "write the listing with json.dumps": lambda: write_json(listing, sink),
+            "conformkit list --format json": lambda: quietly(
+                ["list", str(module), "--format", "json"]
+            ),
+        },
+        rounds,
+    )
+
+
+def measure_processes(rounds: int) -> dict[str, float]:
+    """Seconds per whole process: the command line's help, and the imports it is held to."""
+    script = shutil.which("conformkit", path=os.path.dirname(sys.executable))
+    help_command = [script] if script else [sys.executable, "-m", "conformkit"]
+    commands = {
+        'python -c "pass"': [sys.executable, "-c", "pass"],
+        'python -c "import conformkit"': [sys.executable, "-c", "import conformkit"],
+        'python -c "import anyio"': [sys.executable, "-c", "import anyio"],
+        "conformkit --help": [*help_command, "--help"],
+    }
+
+    def run(command: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+    return interleave({name: run(command) for name, command in commands.items()}, rounds)
+
+
+def show(label: str, seconds: float, size: int | None = None) -> None:
+    per_case = "" if size is None else f"  {seconds / size * 1e6:7.2f} µs/case"
+    print(f"  {label:36} {seconds * 1e3:9.1f} ms{per_case}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sizes", default="3000,30000")
+    parser.add_argument("--process-rounds", type=int, default=15)
+    arguments = parser.parse_args()
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    print(
+        f"rounds={arguments.rounds}, process rounds={arguments.process_rounds}; "
+        f"medians; each ratio is to the baseline above it"
+    )
+    per_case: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for size in sizes:
+            times = measure_size(Path(folder), size, arguments.rounds)
+            print(f"N={size} cases")
+            pairs = list(times.items())
+            for (base, base_time), (name, elapsed) in zip(pairs[::2], pairs[1::2], strict=True):
+                for label, seconds in ((base, base_time), (name, elapsed)):
+                    per_case.setdefault(label, []).append(seconds / size)
+                    show(label, seconds, size)
+                print(f"  {'ratio':36} {elapsed / base_time:9.2f}×")
+    if len(sizes) > 1:
+        print(f"per-case cost at N={sizes[-1]} over N={sizes[0]} (1.0: linear)")
+        for label, costs in per_case.items():
+            print(f"  {label:36} {costs[-1] / costs[0]:9.2f}×")
+    times = measure_processes(arguments.process_rounds)
+    print("whole processes")
+    for name, seconds in times.items():
+        show(name, seconds)
+    ratio = times["conformkit --help"] / times['python -c "import anyio"']
+    print(f"  {'ratio of the last two':36} {ratio:9.2f}×")
+
+
+if __name__ == "__main__":
+    main()
