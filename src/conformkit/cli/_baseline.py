@@ -14,8 +14,10 @@ from .._feature import suggest
 from .._report import CaseStatus
 from .._util import one_line
 from ._console import clean
+from ._outcome import case_outcome, said
 
 if TYPE_CHECKING:
+    from .._report import Gate
     from ._matrix import CaseRecord, Matrix
 
 BASELINE_VERSION: Final = 1
@@ -254,7 +256,7 @@ def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:
                 if key in old.entries:
                     new[key] = old.entries[key]
             elif gate.offends(result):
-                new[key] = old.entries.get(key) or _new_reason(result)
+                new[key] = old.entries.get(key) or _new_reason(result, gate)
     return BaselineUpdate(
         Baseline(old.path, new),
         tuple(key for key in new if key not in old.entries),
@@ -263,10 +265,10 @@ def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:
     )
 
 
-def _new_reason(result: CaseRecord) -> str:
-    if result.status is CaseStatus.UNSUPPORTED:  # with --require-full
-        return one_line(f"unsupported: {result.reason}", 200)
-    return one_line(result.reason or result.status.value, 200)
+def _new_reason(result: CaseRecord, gate: Gate) -> str:
+    """The reason a new entry starts with: what the report says of the case."""
+    outcome = case_outcome(replace(result, baseline=None), gate)
+    return one_line(said(outcome, result.status) or result.status.value, 200)
 
 
 def render_baseline(baseline: Baseline) -> str:

@@ -12,7 +12,15 @@ from typing import Final, final
 from .._util import one_line
 from ._console import escape_control
 from ._matrix import CaseRecord, Matrix
-from ._outcome import Outcome, Severity, case_outcome, entry_notes, shown, stale_entry_outcome
+from ._outcome import (
+    Outcome,
+    Severity,
+    case_outcome,
+    entry_notes,
+    said,
+    shown,
+    stale_entry_outcome,
+)
 
 __all__ = ["render_junit", "xml_attribute", "xml_text"]
 
@@ -74,20 +82,9 @@ def _open(tag: str, attributes: dict[str, str]) -> str:
     return _element(tag, attributes)[:-2] + ">"
 
 
-def _said(outcome: Outcome) -> str:
-    """An outcome as one message: its label, the baseline's note, and the reason."""
-    note = "" if outcome.note is None else f" ({outcome.note})"
-    return f"{outcome.label}{note}: {outcome.message}" if outcome.message else outcome.label
-
-
-def _message(result: CaseRecord, outcome: Outcome) -> str:
-    """What a case's element says: its reason, with the label when the status alone is not it."""
-    return outcome.message if outcome.kind == result.status.value else _said(outcome)
-
-
 def _details(result: CaseRecord, outcome: Outcome) -> str:
     """Everything known about a case that did not pass, for an element's body."""
-    parts = [_message(result, outcome)]
+    parts = [said(outcome, result.status)]
     if result.error is not None and result.error.traceback:
         parts.append(result.error.traceback)
     parts += [f"cleanup error: {error}\n{error.traceback}" for error in result.cleanup_errors]
@@ -99,7 +96,7 @@ def _child(result: CaseRecord, outcome: Outcome) -> tuple[str, dict[str, str], s
     tag = _TAGS.get(outcome.severity)
     if tag is None:
         return None
-    attributes = {"message": one_line(_message(result, outcome), _MESSAGE_LIMIT)}
+    attributes = {"message": one_line(said(outcome, result.status), _MESSAGE_LIMIT)}
     if outcome.severity is Severity.GAP:
         return tag, attributes, ""
     if tag != "skipped":
@@ -140,7 +137,7 @@ class _Suite:
 
     def add_offence(self, name: str, classname: str, outcome: Outcome) -> None:
         """A test case for an offence that belongs to no case of the suite."""
-        message = _said(outcome)
+        message = said(outcome)
         attributes = {"message": one_line(message, _MESSAGE_LIMIT), "type": outcome.kind}
         self.add(name, classname, 0.0, (_TAGS[outcome.severity], attributes, message))
 

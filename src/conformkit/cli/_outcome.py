@@ -66,6 +66,17 @@ class Outcome:
     note: str | None = None
 
 
+def said(outcome: Outcome, status: CaseStatus | None = None) -> str:
+    """
+    An outcome as one message, for a place with room for one: its reason, led by
+    its label and the baseline's note unless the label is just the case's status.
+    """
+    if outcome.kind == getattr(status, "value", None):
+        return outcome.message
+    note = "" if outcome.note is None else f" ({outcome.note})"
+    return f"{outcome.label}{note}: {outcome.message}" if outcome.message else outcome.label
+
+
 def severity(record: CaseRecord, gate: Gate) -> Severity:
     """How a case stands: the gate's verdict, which the baseline's mark, if any, overrides."""
     mark = record.baseline
