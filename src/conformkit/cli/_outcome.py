@@ -71,7 +71,7 @@ def said(outcome: Outcome, status: CaseStatus | None = None) -> str:
     An outcome as one message, for a place with room for one: its reason, led by
     its label and the baseline's note unless the label is just the case's status.
     """
-    if outcome.kind == getattr(status, "value", None):
+    if status is not None and outcome.kind == status.value:
         return outcome.message
     note = "" if outcome.note is None else f" ({outcome.note})"
     return f"{outcome.label}{note}: {outcome.message}" if outcome.message else outcome.label
