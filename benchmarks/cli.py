@@ -6,7 +6,9 @@ The command line's own costs, against the plainest code doing the same work.
   (the same indentation) into a file. Both run in this process, interleaved with
   their baselines, at two sizes; the per-case figure at the larger size over the
   smaller one shows whether any step grows faster than the number of cases.
-- ``conformkit --help`` as a whole process, against ``python -c "import anyio"``.
+- ``conformkit --help`` as a whole process, against ``python -c "import anyio"``;
+  and the same with the command line's package under an empty ``conformkit``
+  package, which is its own share.
 
 Every figure is the median over the rounds; nothing here is a verdict.
 
@@ -31,7 +33,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import conformkit.cli as cli_package
 from conformkit.cli import main as conformkit
+
+WIDTH = 50
+"""The width of the labels in the table."""
 
 CONTRACT = """
 import conformkit as ck
@@ -120,26 +126,45 @@ def measure_size(folder: Path, size: int, rounds: int) -> dict[str, float]:
     )
 
 
-def measure_processes(rounds: int) -> dict[str, float]:
-    """Seconds per whole process: the command line's help, and the imports it is held to."""
+def measure_processes(folder: Path, rounds: int) -> dict[str, float]:
+    """
+    Seconds per whole process: the command line's help, and the imports it is held to.
+
+    ``conformkit --help`` imports ``conformkit`` first, as any submodule does; the
+    command line's own share shows beside a copy of it under an empty
+    ``conformkit/__init__.py``, as if the core loaded nothing up front.
+    """
     script = shutil.which("conformkit", path=os.path.dirname(sys.executable))
     help_command = [script] if script else [sys.executable, "-m", "conformkit"]
+    alone = folder / "alone"
+    (alone / "conformkit").mkdir(parents=True)
+    (alone / "conformkit" / "__init__.py").write_text("", encoding="utf-8")
+    shutil.copytree(
+        Path(cli_package.__file__).parent,
+        alone / "conformkit" / "cli",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    help_alone = "import sys; from conformkit.cli import main; sys.exit(main(['--help']))"
     commands = {
-        'python -c "pass"': [sys.executable, "-c", "pass"],
-        'python -c "import conformkit"': [sys.executable, "-c", "import conformkit"],
-        'python -c "import anyio"': [sys.executable, "-c", "import anyio"],
-        "conformkit --help": [*help_command, "--help"],
+        'python -c "pass"': ([sys.executable, "-c", "pass"], None),
+        'python -c "import conformkit"': ([sys.executable, "-c", "import conformkit"], None),
+        "conformkit --help (cli package alone)": (
+            [sys.executable, "-c", help_alone],
+            {**os.environ, "PYTHONPATH": str(alone)},
+        ),
+        'python -c "import anyio"': ([sys.executable, "-c", "import anyio"], None),
+        "conformkit --help": ([*help_command, "--help"], None),
     }
 
-    def run(command: list[str]) -> Callable[[], object]:
-        return lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    def run(command: list[str], env: dict[str, str] | None) -> Callable[[], object]:
+        return lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
 
-    return interleave({name: run(command) for name, command in commands.items()}, rounds)
+    return interleave({name: run(*command) for name, command in commands.items()}, rounds)
 
 
 def show(label: str, seconds: float, size: int | None = None) -> None:
     per_case = "" if size is None else f"  {seconds / size * 1e6:7.2f} µs/case"
-    print(f"  {label:36} {seconds * 1e3:9.1f} ms{per_case}")
+    print(f"  {label:{WIDTH}} {seconds * 1e3:9.1f} ms{per_case}")
 
 
 def main() -> None:
@@ -163,17 +188,19 @@ def main() -> None:
                 for label, seconds in ((base, base_time), (name, elapsed)):
                     per_case.setdefault(label, []).append(seconds / size)
                     show(label, seconds, size)
-                print(f"  {'ratio':36} {elapsed / base_time:9.2f}×")
+                print(f"  {'ratio':{WIDTH}} {elapsed / base_time:9.2f}×")
     if len(sizes) > 1:
         print(f"per-case cost at N={sizes[-1]} over N={sizes[0]} (1.0: linear)")
         for label, costs in per_case.items():
-            print(f"  {label:36} {costs[-1] / costs[0]:9.2f}×")
-    times = measure_processes(arguments.process_rounds)
+            print(f"  {label:{WIDTH}} {costs[-1] / costs[0]:9.2f}×")
+        times = measure_processes(Path(folder), arguments.process_rounds)
     print("whole processes")
     for name, seconds in times.items():
         show(name, seconds)
-    ratio = times["conformkit --help"] / times['python -c "import anyio"']
-    print(f"  {'ratio of the last two':36} {ratio:9.2f}×")
+    anyio = times['python -c "import anyio"']
+    for name in ("conformkit --help", "conformkit --help (cli package alone)"):
+        label = f"ratio: {name}"
+        print(f"  {label:{WIDTH}} {times[name] / anyio:9.2f}×")
 
 
 if __name__ == "__main__":

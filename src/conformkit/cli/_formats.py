@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+TYPE_CHECKING = False  # as typing's, which `conformkit --help` does not load
 
 if TYPE_CHECKING:
+    from typing import Final
+
     from ._matrix import Matrix
 
 FORMATS: Final = ("text", "json", "junit", "markdown", "html")

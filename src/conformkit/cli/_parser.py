@@ -8,10 +8,13 @@ runner, and the commands load what they need once a command has been chosen.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any, NoReturn, final
 
 from ._formats import FORMATS
+
+TYPE_CHECKING = False  # as typing's, which `conformkit --help` does not load
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 __all__ = ["build_parser", "main"]
 
@@ -24,9 +27,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return dispatch(arguments)
 
 
-@final
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors take one line: no usage block above them."""
+    """
+    An argument parser whose errors take one line: no usage block above them.
+
+    (Not marked ``typing.final``, which would load :mod:`typing` for ``--help``.)
+    """
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
