@@ -230,9 +230,6 @@ class Matrix:
     def stale(self) -> tuple[StaleEntry, ...]:
         return () if self.baseline is None else self.baseline.stale
 
-    def offences(self, entry: Entry) -> list[str]:
-        return entry.offences(self.run.gate)
-
     def failing(self) -> tuple[Entry, ...]:
         """The entries that fail the gate."""
         if self._failing is None:
