@@ -578,7 +578,9 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
     merged: list[Entry] = []
     for each in merging.values():
         base, results = each.base, each.results
-        expected = [case for case in base.planned if matches(select, case)]
+        expected = (
+            [case for case in base.planned if matches(select, case)] if select else base.planned
+        )
         missing = [case for case in expected if case not in results]
         if missing:
             shards = sorted(
@@ -593,7 +595,7 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
         merged.append(
             replace(
                 base,
-                results=tuple(results[case][0] for case in expected if case in results),
+                results=tuple(results[case] for case in expected),
                 cleanup_errors=tuple(each.cleanup_errors),
                 unexercised=each.unexercised,
             )
@@ -607,12 +609,13 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
 class _Merging:
     """What the reports have given so far of one implementation of one feature."""
 
-    __slots__ = ("base", "cleanup_errors", "results", "source", "unexercised")
+    __slots__ = ("base", "cleanup_errors", "results", "source", "sources", "unexercised")
 
     def __init__(self, entry: Entry, source: str) -> None:
         self.base = entry
         self.source = source
-        self.results: dict[str, tuple[CaseRecord, str]] = {}
+        self.results: dict[str, CaseRecord] = {}
+        self.sources: dict[str, str] = {}  # the report each case came from
         self.cleanup_errors: list[ErrorRecord] = []
         self.unexercised = entry.unexercised
         self.take(entry, source)
@@ -638,15 +641,16 @@ class _Merging:
         self.take(entry, source)
 
     def take(self, entry: Entry, source: str) -> None:
-        results = self.results
+        results, sources = self.results, self.sources
         for result in entry.results:
             if result.case_id in results:
                 raise UsageError(
                     f"case {result.case_id!r} of {entry.title} is in both "
-                    f"{results[result.case_id][1]} and {source}; the reports overlap "
+                    f"{sources[result.case_id]} and {source}; the reports overlap "
                     f"(the same shard twice, or runs of the same targets)"
                 )
-            results[result.case_id] = (result, source)
+            results[result.case_id] = result
+            sources[result.case_id] = source
         self.cleanup_errors += entry.cleanup_errors
 
 
