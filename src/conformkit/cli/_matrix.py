@@ -462,21 +462,21 @@ class _Reader:
         )
 
 
-_CASE_KEYS: Final = frozenset(
-    ("case_id", "status", "reason", "duration", "error", "cleanup_errors", "baseline")
-)
-
-
 def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
     """
     A result with nothing but plain values (no error, no cleanup error, no baseline
     mark), as most are, read at once; ``None`` for any other, which the reader then
     reads field by field, naming the first mistake.
     """
-    if not data.keys() >= _CASE_KEYS:
+    try:
+        case_id, status, reason = data["case_id"], data["status"], data["reason"]
+        duration, stale = data["duration"], data.get("stale", False)
+        if data["error"] is not None or data["baseline"] is not None:
+            return None
+        if data["cleanup_errors"] != []:
+            return None
+    except KeyError:
         return None
-    case_id, status, reason = data["case_id"], data["status"], data["reason"]
-    duration, stale = data["duration"], data.get("stale", False)
     if (
         type(case_id) is not str
         or type(status) is not str
@@ -484,9 +484,6 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
         or not (reason is None or type(reason) is str)
         or type(duration) is not float
         or type(stale) is not bool
-        or data["error"] is not None
-        or data["cleanup_errors"] != []
-        or data["baseline"] is not None
     ):
         return None
     return CaseRecord(
