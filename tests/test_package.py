@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import conformkit as ck
+from conformkit import _util, laws
+
+CLI = Path(ck.__file__).parent / "cli"
+
+# What the command line may import from the core's private modules besides the
+# public API (conformkit.__all__): names meant for it, none with an underscore.
+MEANT_FOR_THE_CLI = {
+    "conformkit._runner": {"RunPlan", "Execution", "check_backend"},
+    "conformkit._report": {"Gate", "describe_exception"},
+    "conformkit._exceptions": {"UsageError"},
+    # `Coverage` is the type of a coverage entry, `suggest` the "did you mean" hint.
+    "conformkit._feature": {"Coverage", "suggest"},
+    "conformkit._util": set(_util.__all__) | {"ImportByNameError"},
+}
 
 
 class TestPublicNames:
@@ -78,3 +94,59 @@ class TestPublicNames:
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
         assert output.stdout.strip() == "[]"
+
+
+def _imported_names(path: Path) -> list[tuple[str, str, int]]:
+    """(module, name, line) for each name a module of the cli package imports."""
+    package = "conformkit.cli"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            found += [(module, alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, "", node.lineno) for alias in node.names]
+    return found
+
+
+class TestCommandLineBoundary:
+    def test_the_cli_uses_only_names_meant_for_it(self) -> None:
+        """conformkit.cli imports from the core its public API and the names meant for it."""
+        public = set(ck.__all__)
+        offences = []
+        for path in sorted(CLI.glob("*.py")):
+            for module, name, line in _imported_names(path):
+                where = f"{path.name}:{line}: {module}"
+                inside = module == "conformkit.cli" or module.startswith("conformkit.cli.")
+                if inside or not module.startswith("conformkit"):
+                    continue
+                if not name:  # `import conformkit._runner` would reach around the rule
+                    offences.append(f"{where}: import the names, not the module")
+                elif name.startswith("_"):
+                    offences.append(f"{where}: imports the private name {name}")
+                elif module.split(".")[1].startswith("_") and name not in (
+                    public | MEANT_FOR_THE_CLI.get(module, set())
+                ):
+                    offences.append(f"{where}: {name} is not meant for the command line")
+        assert offences == []
+
+    def test_the_rule_sees_relative_imports(self) -> None:
+        """The check resolves `from .._runner import X` and `from . import _x` as Python does."""
+        names = {(module, name) for module, name, _ in _imported_names(CLI / "_commands.py")}
+        assert ("conformkit._runner", "Execution") in names
+        assert ("conformkit.cli._console", "write") in names
+        assert ("conformkit.profiles", "BUNDLED") in names
+
+
+class TestFinal:
+    def test_public_classes_are_final(self) -> None:
+        """Every public class is @final, but the base of implementations and the exceptions."""
+        meant_for_subclassing = {ck.FeatureImplementation}
+        for namespace in (ck, laws):
+            for name in namespace.__all__:
+                value = getattr(namespace, name)
+                if not inspect.isclass(value) or issubclass(value, BaseException):
+                    continue
+                if value not in meant_for_subclassing:
+                    assert getattr(value, "__final__", False), f"{namespace.__name__}.{name}"

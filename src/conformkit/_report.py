@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, Literal, Protocol, final
 
 from ._exceptions import ContractFailure
 from ._util import format_error, one_line
@@ -188,6 +189,107 @@ def describe_exception(exc: BaseException) -> dict[str, str]:
     }
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class Offence:
+    """
+    A reason a report fails the gate that belongs to no single case.
+
+    :ivar kind: ``"cleanup"`` for a failure outside any case, ``"gate"`` for a rule
+        that the report as a whole breaks.
+    """
+
+    kind: Literal["cleanup", "gate"]
+    label: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.message}"
+
+
+class Judged(Protocol):
+    """What the gate reads of a case's result: a :class:`CaseResult`, or a report file's record."""
+
+    @property
+    def status(self) -> CaseStatus: ...
+
+    @property
+    def stale(self) -> bool: ...
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """
+    The gate: what a report must show to hold, decided in this one place.
+
+    :func:`assert_contract` and the command line both judge with it; the command
+    line's baseline only overrides its verdict on the cases the baseline lists.
+
+    :ivar require_full: every case must pass: a declared gap offends too.
+    :ivar reject_stale: a case declared unsupported that passed when probed
+        (``probe_unsupported=True``) offends.
+    :ivar require_exercised: every operation of the API must have been called by
+        some case; a report that could not tell (it recorded no calls) offends too.
+    """
+
+    require_full: bool = False
+    reject_stale: bool = False
+    require_exercised: bool = False
+
+    def offends(self, result: Judged) -> bool:
+        """
+        Whether one case's result offends the gate.
+
+        A ``failed`` case always does, and so does an ``unavailable`` one: the
+        implementation claimed it, and a claim that was not checked is not proven.
+        """
+        status = result.status
+        return (
+            status is CaseStatus.FAILED
+            or status is CaseStatus.UNAVAILABLE
+            or (self.require_full and status is not CaseStatus.PASSED)
+            or (self.reject_stale and result.stale)
+        )
+
+    def report_offences(
+        self,
+        *,
+        proven: bool,
+        cleanup_errors: Iterable[str],
+        unexercised: tuple[str, ...] | None,
+    ) -> list[Offence]:
+        """
+        The offences of a report that belong to no single case.
+
+        :param proven: whether the report proves anything: some case passed.
+        :param cleanup_errors: the failures outside any case, each as one line.
+        :param unexercised: the report's operations that no case called, or
+            ``None`` when the run did not record calls.
+        """
+        offences = [Offence("cleanup", "cleanup error", error) for error in cleanup_errors]
+        if not proven:
+            offences.append(
+                Offence("gate", "no case passed", "a report that proves nothing cannot hold")
+            )
+        if self.require_exercised:
+            if unexercised is None:
+                offences.append(
+                    Offence(
+                        "gate",
+                        "operations not recorded",
+                        "the run did not record which operations its cases called "
+                        "(reject_vacuous=True records them, for a Feature[API] that names "
+                        "its API type)",
+                    )
+                )
+            elif unexercised:
+                offences.append(
+                    Offence("gate", "operations no case exercised", ", ".join(unexercised))
+                )
+        return offences
+
+
 def assert_contract(
     report: ContractReport, *, require_full: bool = False, reject_stale: bool = False
 ) -> None:
@@ -206,20 +308,20 @@ def assert_contract(
     """
     if not isinstance(report, ContractReport):
         raise TypeError(f"assert_contract() needs a ContractReport, got {report!r}")
-    offences: list[str] = []
-    for result in report.results:
-        rejected = (
-            result.status in (CaseStatus.FAILED, CaseStatus.UNAVAILABLE)
-            or (require_full and result.status is not CaseStatus.PASSED)
-            or (reject_stale and result.stale)
+    gate = Gate(require_full=require_full, reject_stale=reject_stale)
+    offences = [
+        f"  {result.case_id}: {result.status.value}: {result.reason}"
+        for result in report.results
+        if gate.offends(result)
+    ]
+    offences += [
+        f"  {offence}"
+        for offence in gate.report_offences(
+            proven=any(result.status is CaseStatus.PASSED for result in report.results),
+            cleanup_errors=[format_error(exc) for exc in report.cleanup_errors],
+            unexercised=report.unexercised,
         )
-        if rejected:
-            offences.append(f"  {result.case_id}: {result.status.value}: {result.reason}")
-    for exc in report.cleanup_errors:
-        offences.append(f"  cleanup error: {format_error(exc)}")
-    counts = report.counts()
-    if not counts[CaseStatus.PASSED]:
-        offences.append("  no case passed: a report that proves nothing cannot hold")
+    ]
     if offences:
         full = " (require_full=True: every case must pass)" if require_full else ""
         raise ContractFailure(

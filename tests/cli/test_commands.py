@@ -27,6 +27,7 @@ import text_contract as example_contract
 import xmlschema
 
 from conformkit import cli, profiles
+from conformkit.cli import _commands
 
 TESTS = Path(__file__).resolve().parent
 JUNIT_SCHEMA = TESTS / "junit.xsd"
@@ -402,7 +403,7 @@ class TestDemo:
         assert "✗" not in run.stdout
         # A grid (a row per feature, a column per implementation) when it fits the
         # terminal, else each feature with its implementations below it.
-        for module in cli._bundled_modules():
+        for module in _commands.bundled_modules():
             feature_id = module.suite.feature.id
             assert any(line.startswith(feature_id) for line in lines), feature_id
             for implementation in module.implementations:
@@ -435,14 +436,14 @@ class TestDemo:
         assert run.returncode == 0, run.stderr
         report = json.loads(run.stdout)
         assert report["verdict"] == "holds"
-        modules = cli._bundled_modules()
+        modules = _commands.bundled_modules()
         assert len(report["reports"]) == sum(len(module.implementations) for module in modules)
         assert report["run"]["targets"] == [module.__name__ for module in modules]
 
     def test_runs_each_bundled_module(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """The demo runs the modules BUNDLED names, each one's suite against its implementations."""
         profile = bundle_example(monkeypatch, example_contract.implementations[:1])
-        assert cli._bundled_modules() == [profile]
+        assert _commands.bundled_modules() == [profile]
 
     def test_unknown_commands_are_usage_errors(self, capsys: pytest.CaptureFixture[str]) -> None:
         """An unknown command exits 2 with a one-line usage error."""
@@ -708,7 +709,7 @@ class TestFormats:
         entry = report["reports"][2]
         assert list(entry) == [
             "feature_id", "implementation", "module", "distribution", "holds", "counts",
-            "duration", "planned", "results", "cleanup_errors",
+            "duration", "planned", "results", "cleanup_errors", "unexercised",
         ]  # fmt: skip
         assert (entry["implementation"], entry["module"], entry["distribution"]) == (
             "DoubleCounter",
@@ -718,7 +719,9 @@ class TestFormats:
         result = entry["results"][1]
         assert list(result) == [
             "case_id", "status", "reason", "duration", "error", "cleanup_errors", "baseline",
+            "stale",
         ]  # fmt: skip
+        assert (result["stale"], entry["unexercised"]) == (False, None)  # nothing was probed
         assert result["error"]["type"] == "AssertionError"
         assert result["error"]["message"] == "incremented once, read back 2"
         assert report["counts"] == {"passed": 14, "failed": 3, "unsupported": 1, "unavailable": 4}

@@ -12,15 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit._baseline import (
+from conformkit._exceptions import UsageError
+from conformkit.cli._baseline import (
     Baseline,
     apply_baseline,
     load_baseline,
     render_baseline,
     update_baseline,
 )
-from conformkit._exceptions import UsageError
-from conformkit._matrix import CaseRecord, Entry, Matrix, RunInfo
+from conformkit.cli._matrix import CaseRecord, Entry, Matrix, RunInfo
 
 RUN = RunInfo("1.0", "CPython 3.11.0", "Linux", "asyncio", "start", "end")
 keys = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)

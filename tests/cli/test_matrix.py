@@ -14,21 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit._collect import Distribution, Shard, collect_modules, select
 from conformkit._exceptions import UsageError
-from conformkit._matrix import (
-    BaselineInfo,
-    BaselineMark,
-    CaseRecord,
-    Entry,
-    ErrorRecord,
-    Matrix,
-    RunInfo,
-    StaleEntry,
-    from_json,
-    merge,
-    run_pairs,
-)
+from conformkit._report import Gate
+from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
+from conformkit.cli._collect import Distribution, Shard, collect_modules, select
+from conformkit.cli._commands import run_pairs
+from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo, from_json, merge
 
 texts = st.text(st.characters(codec="utf-8"), max_size=12)
 identifiers = st.text(string.ascii_letters + "._-[]", min_size=1, max_size=10)
@@ -53,6 +44,7 @@ def case_records(case_id: str) -> st.SearchStrategy[CaseRecord]:
         st.none() | errors,
         st.lists(errors, max_size=2).map(tuple),
         marks,
+        st.booleans(),
     )
 
 
@@ -68,6 +60,7 @@ def entries(draw: st.DrawFn, key: tuple[str, str], *, complete: bool = False) ->
         tuple(planned),
         tuple(draw(case_records(case)) for case in planned if case in ran),
         tuple(draw(st.lists(errors, max_size=1))),
+        draw(st.none() | st.lists(identifiers, max_size=3, unique=True).map(tuple)),
     )
 
 
@@ -109,6 +102,15 @@ class TestJSON:
         assert record.error.message == "\ufffd"
         json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
 
+    def test_reports_from_before_stale_and_unexercised_read_back(self) -> None:
+        """A version-1 report written before "stale" and "unexercised" reads with defaults."""
+        record = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.5)
+        document = Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (record,)),)).to_json()
+        del document["reports"][0]["unexercised"]
+        del document["reports"][0]["results"][0]["stale"]
+        [entry] = from_json(document, "old.json").entries
+        assert (entry.unexercised, entry.results) == (None, (record,))
+
     @pytest.mark.parametrize(
         ("document", "message"),
         [
@@ -135,18 +137,30 @@ class TestGate:
     """The command line's gate is assert_contract's, plus what the baseline says."""
 
     @given(
-        st.lists(st.sampled_from(ck.CaseStatus), min_size=1, max_size=6),
+        st.lists(st.tuples(st.sampled_from(ck.CaseStatus), st.booleans()), min_size=1, max_size=6),
+        st.booleans(),
         st.booleans(),
         st.booleans(),
     )
     def test_agrees_with_assert_contract(
-        self, statuses: list[ck.CaseStatus], require_full: bool, cleanup_error: bool
+        self,
+        cases: list[tuple[ck.CaseStatus, bool]],
+        require_full: bool,
+        reject_stale: bool,
+        cleanup_error: bool,
     ) -> None:
-        """Without a baseline, an entry holds exactly when assert_contract passes its report."""
+        """
+        Without a baseline, an entry holds exactly when assert_contract passes its
+        report, and both name the same cases, stale ones included, also once the
+        entry has been through the JSON report.
+        """
         report = ck.ContractReport(
             "f",
             "Impl",
-            tuple(ck.CaseResult(f"c{i}", status, "why") for i, status in enumerate(statuses)),
+            tuple(
+                ck.CaseResult(f"c{i}", status, "why", stale=stale)
+                for i, (status, stale) in enumerate(cases)
+            ),
             (RuntimeError("late"),) if cleanup_error else (),
         )
         entry = Entry(
@@ -158,12 +172,47 @@ class TestGate:
             tuple(CaseRecord.of(result) for result in report.results),
             tuple(ErrorRecord.of(error) for error in report.cleanup_errors),
         )
+        [read_back] = through_json(Matrix(RUN, (entry,))).entries
+        assert read_back == entry
+        gate = Gate(require_full=require_full, reject_stale=reject_stale)
         try:
-            ck.assert_contract(report, require_full=require_full)
-        except ck.ContractFailure:
-            assert entry.offences(require_full)
+            ck.assert_contract(report, require_full=require_full, reject_stale=reject_stale)
+        except ck.ContractFailure as failure:
+            lines = str(failure).splitlines()[1:]
         else:
-            assert not entry.offences(require_full)
+            lines = []
+        offences = read_back.offences(gate)
+        assert [line.split(":")[0].strip() for line in lines] == [
+            line.split(":")[0] for line in offences
+        ]
+
+    def test_the_gate_judges_each_case_once(self) -> None:
+        """Gate.offends: failed and unavailable always; gaps under require_full; stale ones."""
+        gate, full, strict = Gate(), Gate(require_full=True), Gate(reject_stale=True)
+        for status, offends in (
+            (ck.CaseStatus.PASSED, False),
+            (ck.CaseStatus.FAILED, True),
+            (ck.CaseStatus.UNSUPPORTED, False),
+            (ck.CaseStatus.UNAVAILABLE, True),
+        ):
+            result = ck.CaseResult("c", status)
+            assert gate.offends(result) is offends
+            assert full.offends(result) is (status is not ck.CaseStatus.PASSED)
+        stale = ck.CaseResult("c", ck.CaseStatus.UNSUPPORTED, "gap (passed)", stale=True)
+        assert (gate.offends(stale), strict.offends(stale)) == (False, True)
+        assert gate.offends(CaseRecord.of(stale)) is False  # a record is judged alike
+        assert strict.offends(CaseRecord.of(stale)) is True
+
+    def test_the_gate_on_unexercised_operations(self) -> None:
+        """require_exercised rejects operations no case called, and reports without a record."""
+        offences = Gate(require_exercised=True).report_offences
+        assert offences(proven=True, cleanup_errors=(), unexercised=()) == []
+        [unknown] = offences(proven=True, cleanup_errors=(), unexercised=None)
+        assert unknown.label == "operations not recorded"
+        assert "reject_vacuous=True" in unknown.message
+        [missing] = offences(proven=True, cleanup_errors=(), unexercised=("delete",))
+        assert str(missing) == "operations no case exercised: delete"
+        assert Gate().report_offences(proven=True, cleanup_errors=(), unexercised=None) == []
 
     def test_known_failures_hold_and_other_marks_fail(self) -> None:
         """A known failure holds; an unexpected pass or a stale mark fails the gate."""
@@ -171,19 +220,21 @@ class TestGate:
         failed = CaseRecord("b", ck.CaseStatus.FAILED, "boom", 0.0)
         entry = Entry("f", "Impl", "m", None, ("a", "b"), (passed, failed))
         known = replace(failed, baseline=BaselineMark("known", "#12"))
-        assert not replace(entry, results=(passed, known)).offences(False)
+        assert not replace(entry, results=(passed, known)).offences(Gate())
         unexpected = replace(passed, baseline=BaselineMark("unexpected-pass", "#12"))
-        assert replace(entry, results=(unexpected, known)).offences(False) == [
-            "a: passed, but the baseline lists it as failing (#12); remove the entry"
+        assert replace(entry, results=(unexpected, known)).offences(Gate()) == [
+            "a: unexpected pass: the baseline lists it as failing (#12); remove the entry"
         ]
 
     def test_only_complete_entries_can_prove_nothing(self) -> None:
         """A shard holding only unsupported cases holds; the whole pair would not."""
         gap = CaseRecord("b", ck.CaseStatus.UNSUPPORTED, "not yet", 0.0)
         part = Entry("f", "Impl", "m", None, ("a", "b"), (gap,))
-        assert not part.offences(False)
+        assert not part.offences(Gate())
         whole = replace(part, planned=("b",))
-        assert whole.offences(False) == ["no case passed: a report that proves nothing cannot hold"]
+        assert whole.offences(Gate()) == [
+            "no case passed: a report that proves nothing cannot hold"
+        ]
 
     def test_stale_baseline_entries_fail_the_run(self) -> None:
         """A matrix with a stale baseline entry does not hold, even with every entry holding."""
@@ -262,6 +313,19 @@ class TestMerge:
         other = Matrix(RUN, (replace(entry, planned=("a", "b"), results=()),))
         with pytest.raises(UsageError, match=r"disagree on f × Impl"):
             merge([(one, "1.json"), (other, "2.json")])
+
+    def test_an_operation_is_unexercised_when_no_shard_called_it(self) -> None:
+        """The merge keeps the operations that every shard left uncalled, in their order."""
+        passed = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
+        entry = Entry("f", "Impl", "m", None, ("a", "b"), (passed,), (), ("read", "write", "drop"))
+        other = replace(
+            entry, results=(replace(passed, case_id="b"),), unexercised=("drop", "read")
+        )
+        merged = merge([(Matrix(RUN, (entry,)), "1.json"), (Matrix(RUN, (other,)), "2.json")])
+        assert merged.entries[0].unexercised == ("read", "drop")
+        unrecorded = replace(other, unexercised=None)
+        merged = merge([(Matrix(RUN, (entry,)), "1.json"), (Matrix(RUN, (unrecorded,)), "2.json")])
+        assert merged.entries[0].unexercised is None
 
     def test_runs_combine_their_information(self) -> None:
         """The merged run spans first start to last end; values that differ are joined."""

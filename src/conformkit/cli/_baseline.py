@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
-from ._exceptions import UsageError
-from ._feature import suggest
-from ._matrix import BaselineInfo, BaselineMark, CaseRecord, Matrix, StaleEntry, clean
-from ._report import CaseStatus
-from ._util import one_line
+from .._exceptions import UsageError
+from .._feature import suggest
+from .._report import CaseStatus
+from .._util import one_line
+from ._console import clean
+from ._outcome import case_outcome, said
+
+if TYPE_CHECKING:
+    from .._report import Gate
+    from ._matrix import CaseRecord, Matrix
 
 BASELINE_VERSION: Final = 1
 """The version of the baseline file format; see docs/report-format.md."""
@@ -22,7 +26,64 @@ BASELINE_VERSION: Final = 1
 Key = tuple[str, str, str]
 """A baseline entry's key: implementation, feature ID, case ID."""
 
+Mark = Literal["known", "unexpected-pass", "stale"]
+"""What the baseline makes of a case it lists."""
+
+MARKS: Final[tuple[Mark, ...]] = ("known", "unexpected-pass", "stale")
+
 _SUFFIXES: Final = (".toml", ".json")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BaselineMark:
+    """
+    A case the baseline lists, and what became of it.
+
+    :ivar outcome: ``"known"``: it still fails, which the gate tolerates;
+        ``"unexpected-pass"``: it passed; ``"stale"``: it no longer fails without
+        having passed (it is now declared unsupported). The last two fail the gate.
+    :ivar reason: the reason the baseline gives.
+    """
+
+    outcome: Mark
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "reason": self.reason}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StaleEntry:
+    """A baseline entry that names a case or an implementation the run does not have."""
+
+    implementation: str
+    feature_id: str
+    case_id: str
+    reason: str
+    problem: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "implementation": self.implementation,
+            "feature_id": self.feature_id,
+            "case_id": self.case_id,
+            "reason": self.reason,
+            "problem": self.problem,
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BaselineInfo:
+    """The baseline a run was judged with: its path, and its entries that are stale."""
+
+    path: str
+    stale: tuple[StaleEntry, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "stale": [stale.to_json() for stale in self.stale]}
 
 
 @final
@@ -70,6 +131,8 @@ def load_baseline(path: str, *, missing_ok: bool = False) -> Baseline:
     :param missing_ok: an absent file is an empty baseline (for ``--update-baseline``).
     :raises UsageError: naming the file and what is wrong with it.
     """
+    import tomllib
+
     suffix = _check_suffix(path)
     try:
         with open(path, "rb") as file:
@@ -135,8 +198,9 @@ def apply_baseline(matrix: Matrix, baseline: Baseline) -> Matrix:
     ``stale``. An entry naming an implementation, feature or case the run did not
     collect is a stale entry. Only the last three fail the gate.
     """
-    require_full = matrix.run.require_full
+    gate = matrix.run.gate
     planned = {entry.key: entry.planned for entry in matrix.entries}
+    lookup: dict[tuple[str, str], frozenset[str]] = {}
     stale: list[StaleEntry] = []
     for (implementation, feature_id, case_id), reason in baseline.entries.items():
         cases = planned.get((implementation, feature_id))
@@ -147,15 +211,15 @@ def apply_baseline(matrix: Matrix, baseline: Baseline) -> Matrix:
                 f"{suggest(implementation, names)}"
             )
             stale.append(StaleEntry(implementation, feature_id, case_id, reason, problem))
-        elif case_id not in cases:
+        elif case_id not in lookup.setdefault((implementation, feature_id), frozenset(cases)):
             problem = f"{implementation} has no case {case_id!r}{suggest(case_id, cases)}"
             stale.append(StaleEntry(implementation, feature_id, case_id, reason, problem))
 
     def mark(implementation: str, feature_id: str, result: CaseRecord) -> CaseRecord:
         reason = baseline.entries.get((implementation, feature_id, result.case_id))
         if reason is None:
-            return replace(result, baseline=None)
-        if result.fails(require_full):
+            return result if result.baseline is None else replace(result, baseline=None)
+        if gate.offends(result):
             return replace(result, baseline=BaselineMark("known", reason))
         if result.status is CaseStatus.PASSED:
             return replace(result, baseline=BaselineMark("unexpected-pass", reason))
@@ -181,7 +245,7 @@ def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:
     it to say why). A case the run did not run (``-k``, ``--shard``) keeps the
     entry it had, unless that entry is stale.
     """
-    require_full = matrix.run.require_full
+    gate = matrix.run.gate
     new: dict[Key, str] = {}
     for entry in sorted(matrix.entries, key=lambda entry: entry.key):
         ran = {result.case_id: result for result in entry.results}
@@ -191,8 +255,8 @@ def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:
             if result is None:
                 if key in old.entries:
                     new[key] = old.entries[key]
-            elif result.fails(require_full):
-                new[key] = old.entries.get(key) or _new_reason(result)
+            elif gate.offends(result):
+                new[key] = old.entries.get(key) or _new_reason(result, gate)
     return BaselineUpdate(
         Baseline(old.path, new),
         tuple(key for key in new if key not in old.entries),
@@ -201,10 +265,10 @@ def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:
     )
 
 
-def _new_reason(result: CaseRecord) -> str:
-    if result.status is CaseStatus.UNSUPPORTED:  # with --require-full
-        return one_line(f"unsupported: {result.reason}", 200)
-    return one_line(result.reason or result.status.value, 200)
+def _new_reason(result: CaseRecord, gate: Gate) -> str:
+    """The reason a new entry starts with: what the report says of the case."""
+    outcome = case_outcome(replace(result, baseline=None), gate)
+    return one_line(said(outcome, result.status) or result.status.value, 200)
 
 
 def render_baseline(baseline: Baseline) -> str:

@@ -12,26 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit._formats import (
-    markdown_text,
-    printable,
-    render_html,
-    render_junit,
-    render_markdown,
-    render_text,
-    xml_attribute,
-    xml_text,
-)
-from conformkit._matrix import (
-    BaselineInfo,
-    BaselineMark,
-    CaseRecord,
-    Entry,
-    ErrorRecord,
-    Matrix,
-    RunInfo,
-    StaleEntry,
-)
+from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
+from conformkit.cli._console import printable
+from conformkit.cli._html import render_html
+from conformkit.cli._junit import render_junit, xml_attribute, xml_text
+from conformkit.cli._markdown import markdown_text, render_markdown
+from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo
+from conformkit.cli._text import render_text
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).with_name("junit.xsd")))
 RUN = RunInfo(

@@ -5,8 +5,6 @@ pairs of implementation and suite, and the selection and shard of their cases.
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import importlib.util
 import inspect
 import os
@@ -19,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
 
-from ._exceptions import UsageError
-from ._feature import Coverage, Feature, suggest
-from ._implementation import FeatureImplementation
-from ._runner import RunPlan
-from ._scope import DEFAULT_TIMEOUT
-from ._suite import ContractSuite
-from ._util import error_line
+from .._exceptions import UsageError
+from .._feature import Coverage, Feature, suggest
+from .._implementation import FeatureImplementation
+from .._runner import RunPlan
+from .._scope import DEFAULT_TIMEOUT
+from .._suite import ContractSuite
+from .._util import ImportByNameError, error_line, import_module_named
 
 ENTRY_POINT_GROUP: Final = "conformkit.contracts"
 """The entry-point group in which installed distributions publish their contracts."""
@@ -105,6 +103,8 @@ def collect(
         if not collector.gather(value, where, None, explicit=True):
             raise UsageError(f"target {target!r} holds no contract suite or feature implementation")
     if installed:
+        import importlib.metadata
+
         entry_points = sorted(
             importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
             key=lambda entry: (entry.dist.name if entry.dist else "", entry.name, entry.value),
@@ -205,15 +205,9 @@ def _name_of(value: object) -> str:
 
 def _import_module(name: str, shown: str) -> types.ModuleType:
     try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        # The module itself (or a parent package) is absent: the name is wrong. A
-        # dependency missing inside an existing module is an import failure instead.
-        if error.name is not None and (name == error.name or name.startswith(error.name + ".")):
-            raise UsageError(f"cannot import {shown!r}: no module named {error.name!r}") from error
-        raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
-    except Exception as error:
-        raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
+        return import_module_named(name)
+    except ImportByNameError as error:
+        raise UsageError(f"cannot import {shown!r}: {error}") from error
 
 
 def _import_file(shown: str) -> types.ModuleType:

@@ -5,35 +5,27 @@ all of them, the versioned JSON form, and the merge of shards' reports.
 
 from __future__ import annotations
 
-import importlib.metadata
-import platform
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, TypeVar, cast, final
+from typing import Any, Final, TypeVar, cast, final
 
-import anyio
-
+from .._exceptions import UsageError
+from .._report import CaseResult, CaseStatus, ContractReport, Gate, describe_exception
+from . import _outcome
+from ._baseline import MARKS, BaselineInfo, BaselineMark, StaleEntry
 from ._collect import Distribution, Pair, Shard, matches
-from ._exceptions import UsageError
-from ._report import CaseResult, CaseStatus, ContractReport, describe_exception
-from ._runner import Execution
+from ._console import clean
 
 FORMAT: Final = "conformkit.report"
 """The ``format`` of a JSON report."""
 VERSION: Final = 1
 """The version of the JSON report's schema; see docs/report-format.md."""
 
-Outcome = Literal["known", "unexpected-pass", "stale"]
-"""What the baseline makes of a case it lists."""
-
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
-def clean(text: str) -> str:
-    """``text`` without lone surrogates, which no file encoding can hold."""
-    return _SURROGATE.sub("\ufffd", text)
+# Each status's text, and back: `status.value` is a descriptor call, which tells
+# in a report of many thousands of cases.
+_STATUS_TEXT: Final = {status: status.value for status in CaseStatus}
+_STATUSES: Final = {status.value: status for status in CaseStatus}
 
 
 @final
@@ -61,24 +53,13 @@ class ErrorRecord:
 
 @final
 @dataclass(frozen=True, slots=True)
-class BaselineMark:
-    """
-    A case the baseline lists, and what became of it.
-
-    :ivar outcome: ``"known"``: it still fails, which the gate tolerates;
-        ``"unexpected-pass"``: it passed; ``"stale"``: it no longer fails without
-        having passed (it is now declared unsupported). The last two fail the gate.
-    :ivar reason: the reason the baseline gives.
-    """
-
-    outcome: Outcome
-    reason: str
-
-
-@final
-@dataclass(frozen=True, slots=True)
 class CaseRecord:
-    """The outcome of one case of one pair, as a report holds it."""
+    """
+    The outcome of one case of one pair, as a report holds it.
+
+    :ivar stale: declared unsupported, yet passed when probed.
+    :ivar baseline: what the baseline makes of the case, when it lists it.
+    """
 
     case_id: str
     status: CaseStatus
@@ -87,6 +68,7 @@ class CaseRecord:
     error: ErrorRecord | None = None
     cleanup_errors: tuple[ErrorRecord, ...] = ()
     baseline: BaselineMark | None = None
+    stale: bool = False
 
     @classmethod
     def of(cls, result: CaseResult) -> CaseRecord:
@@ -97,43 +79,21 @@ class CaseRecord:
             result.duration,
             None if result.error is None else ErrorRecord.of(result.error),
             tuple(ErrorRecord.of(error) for error in result.cleanup_errors),
-        )
-
-    def fails(self, require_full: bool) -> bool:
-        """Whether the case fails the gate, leaving the baseline aside."""
-        return self.status in (CaseStatus.FAILED, CaseStatus.UNAVAILABLE) or (
-            require_full and self.status is not CaseStatus.PASSED
-        )
-
-    def judge(self, require_full: bool) -> Literal["holds", "fails", "known"]:
-        """``"known"`` for a failure the baseline tolerates, else whether the case holds."""
-        mark = self.baseline
-        if mark is None:
-            return "fails" if self.fails(require_full) else "holds"
-        return "known" if mark.outcome == "known" else "fails"
-
-    def offence(self, require_full: bool) -> str | None:
-        """Why the case fails the gate, or ``None`` when it does not."""
-        if self.judge(require_full) != "fails":
-            return None
-        mark = self.baseline
-        if mark is None:
-            return f"{self.case_id}: {self.status.value}: {self.reason}"
-        return (
-            f"{self.case_id}: {self.status.value}, but the baseline lists it as failing "
-            f"({mark.reason}); remove the entry"
+            None,
+            result.stale,
         )
 
     def to_json(self) -> dict[str, Any]:
-        mark = self.baseline
+        mark, errors = self.baseline, self.cleanup_errors
         return {
             "case_id": self.case_id,
-            "status": self.status.value,
+            "status": _STATUS_TEXT[self.status],
             "reason": self.reason,
             "duration": self.duration,
             "error": None if self.error is None else self.error.to_json(),
-            "cleanup_errors": [error.to_json() for error in self.cleanup_errors],
-            "baseline": None if mark is None else {"outcome": mark.outcome, "reason": mark.reason},
+            "cleanup_errors": [error.to_json() for error in errors] if errors else [],
+            "baseline": None if mark is None else mark.to_json(),
+            "stale": self.stale,
         }
 
 
@@ -146,6 +106,8 @@ class Entry:
     :ivar planned: every case of the pair, in the feature's order, whether this
         run ran it or not (``-k``, ``--shard``).
     :ivar results: the cases this run ran, in the same order.
+    :ivar unexercised: the API's operations that no case called, when the run
+        recorded calls; else ``None``.
     """
 
     feature_id: str
@@ -155,6 +117,7 @@ class Entry:
     planned: tuple[str, ...]
     results: tuple[CaseRecord, ...]
     cleanup_errors: tuple[ErrorRecord, ...] = ()
+    unexercised: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, pair: Pair, report: ContractReport) -> Entry:
@@ -166,6 +129,7 @@ class Entry:
             tuple(clean(case_id) for case_id in pair.case_ids),
             tuple(CaseRecord.of(result) for result in report.results),
             tuple(ErrorRecord.of(error) for error in report.cleanup_errors),
+            report.unexercised,
         )
 
     @property
@@ -177,11 +141,6 @@ class Entry:
         return f"{self.feature_id} × {self.implementation}"
 
     @property
-    def complete(self) -> bool:
-        """Whether the run ran every case of the pair."""
-        return len(self.results) == len(self.planned)
-
-    @property
     def duration(self) -> float:
         return sum(result.duration for result in self.results)
 
@@ -191,36 +150,14 @@ class Entry:
             counts[result.status] += 1
         return counts
 
-    def offences(self, require_full: bool) -> list[str]:
-        """
-        Why the entry fails the gate; empty when it holds.
+    def offences(self, gate: Gate) -> list[str]:
+        """Why the entry fails the gate, with the baseline's say; empty when it holds."""
+        return _outcome.offences(self, gate)
 
-        The rules of :func:`conformkit.assert_contract`, with the baseline's say on
-        the cases it lists. A report that proves nothing cannot hold, but only a
-        complete one can be judged so (a shard may hold only unsupported cases),
-        and one whose failures the baseline knows is not empty but known broken.
-        """
-        offences = [
-            offence
-            for result in self.results
-            if (offence := result.offence(require_full)) is not None
-        ]
-        offences.extend(f"cleanup error: {error}" for error in self.cleanup_errors)
-        if self.proves_nothing:
-            offences.append("no case passed: a report that proves nothing cannot hold")
-        return offences
-
-    @property
-    def proves_nothing(self) -> bool:
-        """Complete, with no case passed and no failure the baseline knows."""
-        return self.complete and not any(
-            result.status is CaseStatus.PASSED
-            or (result.baseline is not None and result.baseline.outcome == "known")
-            for result in self.results
-        )
-
-    def to_json(self, require_full: bool) -> dict[str, Any]:
+    def to_json(self, *, holds: bool) -> dict[str, Any]:
+        """The entry in the JSON schema, with the gate's verdict on it."""
         distribution = self.distribution
+        unexercised = self.unexercised
         return {
             "feature_id": self.feature_id,
             "implementation": self.implementation,
@@ -228,52 +165,14 @@ class Entry:
             "distribution": None
             if distribution is None
             else {"name": distribution.name, "version": distribution.version},
-            "holds": not self.offences(require_full),
+            "holds": holds,
             "counts": {status.value: count for status, count in self.counts().items()},
             "duration": self.duration,
             "planned": list(self.planned),
             "results": [result.to_json() for result in self.results],
             "cleanup_errors": [error.to_json() for error in self.cleanup_errors],
+            "unexercised": None if unexercised is None else list(unexercised),
         }
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StaleEntry:
-    """A baseline entry that names a case or an implementation the run does not have."""
-
-    implementation: str
-    feature_id: str
-    case_id: str
-    reason: str
-    problem: str
-
-    def describe(self) -> str:
-        return (
-            f"baseline entry {self.feature_id} × {self.implementation} × {self.case_id}: "
-            f"{self.problem}; remove it"
-        )
-
-    def offence(self) -> str:
-        return f"stale {self.describe()}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "implementation": self.implementation,
-            "feature_id": self.feature_id,
-            "case_id": self.case_id,
-            "reason": self.reason,
-            "problem": self.problem,
-        }
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class BaselineInfo:
-    """The baseline a run was judged with: its path, and its entries that are stale."""
-
-    path: str
-    stale: tuple[StaleEntry, ...] = ()
 
 
 @final
@@ -292,6 +191,11 @@ class RunInfo:
     require_full: bool = False
     select: tuple[str, ...] = ()
     shard: Shard | None = None
+
+    @property
+    def gate(self) -> Gate:
+        """The gate the run's options ask for."""
+        return Gate(require_full=self.require_full)
 
     def to_json(self) -> dict[str, Any]:
         shard = self.shard
@@ -318,17 +222,22 @@ class Matrix:
     run: RunInfo
     entries: tuple[Entry, ...]
     baseline: BaselineInfo | None = None
+    # The gate's verdict, once judged: every output asks for it, and a run may
+    # hold many thousands of cases. A matrix never changes, so neither does this.
+    _failing: tuple[Entry, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def stale(self) -> tuple[StaleEntry, ...]:
         return () if self.baseline is None else self.baseline.stale
 
-    def offences(self, entry: Entry) -> list[str]:
-        return entry.offences(self.run.require_full)
-
-    def failing(self) -> list[Entry]:
+    def failing(self) -> tuple[Entry, ...]:
         """The entries that fail the gate."""
-        return [entry for entry in self.entries if self.offences(entry)]
+        if self._failing is None:
+            gate = self.run.gate
+            failing = tuple(entry for entry in self.entries if not _outcome.holds(entry, gate))
+            object.__setattr__(self, "_failing", failing)
+            return failing
+        return self._failing
 
     @property
     def holds(self) -> bool:
@@ -345,16 +254,15 @@ class Matrix:
     def to_json(self) -> dict[str, Any]:
         """The report in the JSON schema of :data:`VERSION`, keys in a stable order."""
         baseline = self.baseline
+        failing = {id(entry) for entry in self.failing()}
         return {
             "format": FORMAT,
             "version": VERSION,
             "verdict": "holds" if self.holds else "fails",
             "run": self.run.to_json(),
             "counts": {status.value: count for status, count in self.counts().items()},
-            "reports": [entry.to_json(self.run.require_full) for entry in self.entries],
-            "baseline": None
-            if baseline is None
-            else {"path": baseline.path, "stale": [stale.to_json() for stale in baseline.stale]},
+            "reports": [entry.to_json(holds=id(entry) not in failing) for entry in self.entries],
+            "baseline": None if baseline is None else baseline.to_json(),
         }
 
 
@@ -374,6 +282,9 @@ def run_information(
     select: Sequence[str] = (),
     shard: Shard | None = None,
 ) -> RunInfo:
+    import importlib.metadata
+    import platform
+
     try:
         version = importlib.metadata.version("conformkit")
     except importlib.metadata.PackageNotFoundError:
@@ -391,67 +302,6 @@ def run_information(
         tuple(select),
         shard,
     )
-
-
-@final
-class Progress:
-    """How far a run is, for a progress line: cases done of the total, and the pair running."""
-
-    __slots__ = ("done", "execution", "label", "total")
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self.label = ""
-        self.execution: Execution[Any] | None = None
-
-    def finished(self) -> int:
-        """Cases finished so far, counting those of the pair now running."""
-        execution = self.execution
-        running = 0 if execution is None else len(execution.finished())
-        return self.done + running
-
-
-async def run_pairs(
-    pairs: Sequence[Pair],
-    selections: Sequence[tuple[str, ...]],
-    *,
-    max_concurrency: int = 1,
-    show_progress: Callable[[Progress], None] | None = None,
-    interval: float = 0.1,
-) -> list[Entry]:
-    """
-    Run the selected cases of each pair, one pair after another, as ``run_contract`` would.
-
-    :param show_progress: called every ``interval`` seconds while the run lasts.
-    """
-    progress = Progress(sum(len(cases) for cases in selections))
-
-    async def run() -> list[Entry]:
-        entries: list[Entry] = []
-        for pair, case_ids in zip(pairs, selections, strict=True):
-            execution = Execution(pair.plan, case_ids)
-            progress.execution, progress.label = execution, f"{pair.feature_id} × {pair.name}"
-            if case_ids:
-                await execution.run(max_concurrency)
-            progress.execution = None
-            progress.done += len(case_ids)
-            entries.append(Entry.of(pair, execution.report()))
-        return entries
-
-    if show_progress is None:
-        return await run()
-
-    async def tick() -> None:
-        while True:
-            await anyio.sleep(interval)
-            show_progress(progress)
-
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(tick)
-        entries = await run()
-        task_group.cancel_scope.cancel()
-    return entries
 
 
 # -- reading reports back ----------------------------------------------------------
@@ -521,12 +371,11 @@ class _Reader:
         baseline = None
         if mark is not None:
             outcome = self.get(mark, "outcome", str, f"{where}.baseline")
-            if outcome not in ("known", "unexpected-pass", "stale"):
-                raise self.fail(
-                    f"{where}.baseline.outcome", "'known', 'unexpected-pass' or 'stale'", outcome
-                )
+            if outcome not in MARKS:
+                expected = f"{', '.join(map(repr, MARKS[:-1]))} or {MARKS[-1]!r}"
+                raise self.fail(f"{where}.baseline.outcome", expected, outcome)
             baseline = BaselineMark(
-                outcome,  # type: ignore[arg-type]  # checked above
+                outcome,
                 self.get(mark, "reason", str, f"{where}.baseline"),
             )
         return CaseRecord(
@@ -540,16 +389,19 @@ class _Reader:
                 for index, item in enumerate(self.objects(data, "cleanup_errors", where))
             ),
             baseline,
+            # Added to version 1: reports written before it have no "stale".
+            self.get(data, "stale", bool, where) if "stale" in data else False,
         )
 
     def entry(self, data: dict[str, Any], where: str) -> Entry:
         distribution = self.optional(data, "distribution", dict, where)
         planned = self.strings(data, "planned", where)
         results = tuple(
-            self.case(item, f"{where}.results[{index}]")
+            _plain_case(item) or self.case(item, f"{where}.results[{index}]")
             for index, item in enumerate(self.objects(data, "results", where))
         )
-        unplanned = [result.case_id for result in results if result.case_id not in planned]
+        known = set(planned)
+        unplanned = [result.case_id for result in results if result.case_id not in known]
         if unplanned:
             raise UsageError(
                 f"{self.source}: {where} has results for unplanned case(s) {unplanned}"
@@ -570,6 +422,8 @@ class _Reader:
                 self.error(item, f"{where}.cleanup_errors[{index}]")
                 for index, item in enumerate(self.objects(data, "cleanup_errors", where))
             ),
+            # Added to version 1: reports written before it have no "unexercised".
+            None if data.get("unexercised") is None else self.strings(data, "unexercised", where),
         )
 
     def run(self, data: dict[str, Any]) -> RunInfo:
@@ -606,6 +460,42 @@ class _Reader:
                 for index, item in enumerate(self.objects(data, "stale", "baseline"))
             ),
         )
+
+
+def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
+    """
+    A result with nothing but plain values (no error, no cleanup error, no baseline
+    mark), as most are, read at once; ``None`` for any other, which the reader then
+    reads field by field, naming the first mistake.
+    """
+    try:
+        case_id, status, reason = data["case_id"], data["status"], data["reason"]
+        duration, stale = data["duration"], data.get("stale", False)
+        if data["error"] is not None or data["baseline"] is not None:
+            return None
+        if data["cleanup_errors"] != []:
+            return None
+    except KeyError:
+        return None
+    if (
+        type(case_id) is not str
+        or type(status) is not str
+        or status not in _STATUSES
+        or not (reason is None or type(reason) is str)
+        or type(duration) is not float
+        or type(stale) is not bool
+    ):
+        return None
+    return CaseRecord(
+        clean(case_id),
+        _STATUSES[status],
+        None if reason is None else clean(reason),
+        duration,
+        None,
+        (),
+        None,
+        stale,
+    )
 
 
 def _kind_name(kind: type[Any]) -> str:
@@ -662,8 +552,8 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
         raise UsageError("merge needs at least one report")
     first, first_source = reports[0]
     for matrix, source in reports[1:]:
-        for field, shown in (("require_full", "--require-full"), ("select", "-k")):
-            if getattr(matrix.run, field) != getattr(first.run, field):
+        for option, shown in (("require_full", "--require-full"), ("select", "-k")):
+            if getattr(matrix.run, option) != getattr(first.run, option):
                 raise UsageError(
                     f"{source} and {first_source} were run with different {shown} options; "
                     f"only reports of runs with the same options can be merged"
@@ -673,40 +563,21 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
                 f"{source} and {first_source} disagree on --baseline: one was judged with a "
                 f"baseline and the other without"
             )
-    entries: dict[tuple[str, str], tuple[Entry, dict[str, tuple[CaseRecord, str]], str]] = {}
+    merging: dict[tuple[str, str], _Merging] = {}
     for matrix, source in reports:
         for entry in matrix.entries:
-            known = entries.get(entry.key)
+            known = merging.get(entry.key)
             if known is None:
-                known = entries[entry.key] = (entry, {}, source)
-            base, results, base_source = known
-            if (base.planned, base.module, base.distribution) != (
-                entry.planned,
-                entry.module,
-                entry.distribution,
-            ):
-                raise UsageError(
-                    f"{source} and {base_source} disagree on {entry.title} (its cases, module "
-                    f"or distribution); were they run from the same code?"
-                )
-            for result in entry.results:
-                if result.case_id in results:
-                    raise UsageError(
-                        f"case {result.case_id!r} of {entry.title} is in both "
-                        f"{results[result.case_id][1]} and {source}; the reports overlap "
-                        f"(the same shard twice, or runs of the same targets)"
-                    )
-                results[result.case_id] = (result, source)
-            if entry is not base:
-                entries[entry.key] = (
-                    replace(base, cleanup_errors=base.cleanup_errors + entry.cleanup_errors),
-                    results,
-                    base_source,
-                )
+                merging[entry.key] = _Merging(entry, source)
+            else:
+                known.add(entry, source)
     select = first.run.select
     merged: list[Entry] = []
-    for base, results, _ in entries.values():
-        expected = [case for case in base.planned if matches(select, case)]
+    for each in merging.values():
+        base, results = each.base, each.results
+        expected = (
+            [case for case in base.planned if matches(select, case)] if select else base.planned
+        )
         missing = [case for case in expected if case not in results]
         if missing:
             shards = sorted(
@@ -719,11 +590,65 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
                 f"merge the reports of every shard{found}"
             )
         merged.append(
-            replace(base, results=tuple(results[case][0] for case in expected if case in results))
+            replace(
+                base,
+                results=tuple(results[case] for case in expected),
+                cleanup_errors=tuple(each.cleanup_errors),
+                unexercised=each.unexercised,
+            )
         )
     return Matrix(
         _merge_runs([matrix.run for matrix, _ in reports]), tuple(merged), _merge_baselines(reports)
     )
+
+
+@final
+class _Merging:
+    """What the reports have given so far of one implementation of one feature."""
+
+    __slots__ = ("base", "cleanup_errors", "results", "source", "sources", "unexercised")
+
+    def __init__(self, entry: Entry, source: str) -> None:
+        self.base = entry
+        self.source = source
+        self.results: dict[str, CaseRecord] = {}
+        self.sources: dict[str, str] = {}  # the report each case came from
+        self.cleanup_errors: list[ErrorRecord] = []
+        self.unexercised = entry.unexercised
+        self.take(entry, source)
+
+    def add(self, entry: Entry, source: str) -> None:
+        base = self.base
+        if (base.planned, base.module, base.distribution) != (
+            entry.planned,
+            entry.module,
+            entry.distribution,
+        ):
+            raise UsageError(
+                f"{source} and {self.source} disagree on {entry.title} (its cases, module "
+                f"or distribution); were they run from the same code?"
+            )
+        # An operation is unexercised when no report's cases called it; a report
+        # that did not record calls leaves the merge unable to tell.
+        if self.unexercised is not None and entry.unexercised is not None:
+            called = set(self.unexercised).difference(entry.unexercised)
+            self.unexercised = tuple(name for name in self.unexercised if name not in called)
+        else:
+            self.unexercised = None
+        self.take(entry, source)
+
+    def take(self, entry: Entry, source: str) -> None:
+        results, sources = self.results, self.sources
+        for result in entry.results:
+            if result.case_id in results:
+                raise UsageError(
+                    f"case {result.case_id!r} of {entry.title} is in both "
+                    f"{sources[result.case_id]} and {source}; the reports overlap "
+                    f"(the same shard twice, or runs of the same targets)"
+                )
+            results[result.case_id] = result
+            sources[result.case_id] = source
+        self.cleanup_errors += entry.cleanup_errors
 
 
 def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:

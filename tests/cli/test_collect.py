@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 from conformkit._exceptions import UsageError
+from conformkit.cli._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 
 feature = ck.Feature[object]("tests.collect", cases=("a", "b", "c"))
 suite = ck.ContractSuite(
