@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast, final
 
 from ._exceptions import ContractFailure
@@ -123,6 +123,11 @@ class ContractReport:
     results: tuple[CaseResult, ...]
     cleanup_errors: tuple[BaseException, ...] = ()
     unexercised: tuple[str, ...] | None = None
+    # The results by case ID, made by the first lookup: report[case_id] costs the
+    # same whatever the size of the report.
+    _by_case_id: dict[str, CaseResult] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def counts(self) -> dict[CaseStatus, int]:
         """Return how many cases have each status, every status present."""
@@ -137,10 +142,18 @@ class ContractReport:
         return sum(result.duration for result in self.results)
 
     def __getitem__(self, case_id: str) -> CaseResult:
-        for result in self.results:
-            if result.case_id == case_id:
-                return result
-        raise KeyError(f"report of feature {self.feature_id!r} has no case {case_id!r}")
+        by_case_id = self._by_case_id
+        if by_case_id is None:
+            # Reversed, so that the first of two results with one ID wins, as
+            # it did when a lookup scanned the results.
+            by_case_id = {result.case_id: result for result in reversed(self.results)}
+            object.__setattr__(self, "_by_case_id", by_case_id)
+        try:
+            return by_case_id[case_id]
+        except KeyError:
+            raise KeyError(
+                f"report of feature {self.feature_id!r} has no case {case_id!r}"
+            ) from None
 
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in self.counts().items() if n)
