@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
 import os
 import sys
@@ -14,14 +13,8 @@ from types import CoroutineType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
-import anyio.lowlevel
 
-from ._exceptions import (
-    CaseUnsupported,
-    ContractDefinitionError,
-    FeatureUnavailable,
-    LawViolation,
-)
+from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
 from ._feature import API, CaseName, Coverage, Plan, Unsupported
 from ._implementation import FeatureImplementation
 from ._recording import CallRecorder, api_operations
@@ -102,8 +95,9 @@ class _Lane:
 
     __slots__ = ("cancel_scope", "deadline", "fired", "watched")
 
+    cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
+
     def __init__(self, *, watched: bool) -> None:
-        self.cancel_scope = anyio.CancelScope()
         self.watched = watched
         self.deadline: float | None = None  # of the running stage, when watched
         self.fired = False  # the watchdog cancelled the scope
@@ -287,6 +281,7 @@ class Execution(Generic[API]):
         timeout = plan.timeout
         watched = len(case_ids) > 1
         lanes = [_Lane(watched=watched) for _ in range(min(max_concurrency, len(case_ids)))]
+        watchdog = timeout is not None and watched
         async with anyio.create_task_group() as task_group:
             self.spawner = task_group
             if timeout is not None and watched:
@@ -297,7 +292,10 @@ class Execution(Generic[API]):
                 async with anyio.create_task_group() as workers:
                     for lane in lanes:
                         workers.start_soon(self._work, lane, queue, task_group)
-            task_group.cancel_scope.cancel()  # stop the watchdog and stray background work
+            if watchdog or self.stragglers:
+                # Stop the watchdog, and background work that outlived its join.
+                # Only then: a cancellation costs more than a case.
+                task_group.cancel_scope.cancel()
         if self.interrupt is not None:
             raise self.interrupt
 
@@ -601,11 +599,17 @@ async def run_contract(
 def check_backend(backend: object) -> Backend:
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be 'asyncio' or 'trio', got {backend!r}")
-    if backend == "trio" and importlib.util.find_spec("trio") is None:
+    if backend == "trio" and not _installed("trio"):
         raise ModuleNotFoundError(
             "backend 'trio' needs trio installed: pip install 'conformkit[trio]'", name="trio"
         )
     return backend
+
+
+def _installed(name: str) -> bool:
+    import importlib.util  # only here: it takes longer to import than conformkit's own modules
+
+    return importlib.util.find_spec(name) is not None
 
 
 def run_contract_sync(
@@ -676,6 +680,8 @@ class ContractCase(Generic[API]):
         """
         __tracebackhide__ = True  # pytest shows the case's frames, not this one
         if isinstance(self.coverage, Unsupported):
+            from ._skip import CaseUnsupported  # imports unittest: only when needed
+
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
         execution = await self._plan.run((self.id,), 1)
         report = execution.report()

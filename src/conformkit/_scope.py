@@ -9,14 +9,14 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
 
 import anyio
-import anyio.lowlevel
-from anyio.abc import TaskGroup
 from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
 from ._util import callable_name, check_timeout
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ._implementation import FeatureImplementation
 
 DEFAULT_TIMEOUT: Final = 60.0
