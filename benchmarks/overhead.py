@@ -14,13 +14,14 @@ figure is the median over the rounds. Measures and their targets:
 - ``await case.run()`` per case, from ``contract_cases``, against the same loop;
 - cases that each sleep 10 ms, all at once (``max_concurrency`` = their
   number), against a hand-written task group;
-- ``report[case_id]`` per lookup at both sizes: it must not grow with the report.
+- ``report[case_id]`` per lookup, every case of a report looked up once, at
+  two sizes of report: it must not grow with the report.
 
 On trio each ratio may be at most 1.5 times the asyncio one. The figures are
 for reading, never a verdict: other processes share the machine.
 
     python benchmarks/overhead.py [--backend asyncio|trio|both] [--rounds 7]
-        [--sizes 10000,300000] [--cases 2000] [--lanes 200]
+        [--sizes 10000,300000] [--lookups 3000,30000] [--cases 2000] [--lanes 200]
 """
 
 from __future__ import annotations
@@ -164,7 +165,13 @@ class Row:
     target: float | None  # the ratio may be at most this; None: context only
 
 
-async def measure_all(sizes: tuple[int, int], cases: int, lanes: int, rounds: int) -> list[Row]:
+async def measure_all(
+    sizes: tuple[int, int],
+    lookup_sizes: tuple[int, int],
+    cases: int,
+    lanes: int,
+    rounds: int,
+) -> list[Row]:
     small, large = sizes
     rows: list[Row] = []
 
@@ -280,7 +287,8 @@ async def measure_all(sizes: tuple[int, int], cases: int, lanes: int, rounds: in
         )
     )
 
-    # report[case_id], per lookup, at both sizes: every case looked up once.
+    # report[case_id], per lookup, at two sizes: every case looked up once.
+    small, large = lookup_sizes
     small_report = await ck.run_contract(*build(small), timeout=None)
     large_report = await ck.run_contract(*build(large), timeout=None)
     medians = await interleaved(
@@ -315,7 +323,10 @@ def compare(by_backend: dict[str, list[Row]]) -> None:
 
 async def main_async(arguments: Any) -> list[Row]:
     sizes = cast("tuple[int, int]", tuple(arguments.sizes))
-    return await measure_all(sizes, arguments.cases, arguments.lanes, arguments.rounds)
+    lookup_sizes = cast("tuple[int, int]", tuple(arguments.lookups))
+    return await measure_all(
+        sizes, lookup_sizes, arguments.cases, arguments.lanes, arguments.rounds
+    )
 
 
 def main() -> None:
@@ -328,11 +339,17 @@ def main() -> None:
         default=[10_000, 300_000],
         help="the smaller and the larger number of trivial cases",
     )
+    parser.add_argument(
+        "--lookups",
+        type=lambda text: [int(size) for size in text.split(",")],
+        default=[3_000, 30_000],
+        help="the sizes of the two reports whose every case is looked up",
+    )
     parser.add_argument("--cases", type=int, default=2000, help="cases run one by one")
     parser.add_argument("--lanes", type=int, default=200, help="sleeping cases run at once")
     arguments = parser.parse_args()
-    if len(arguments.sizes) != 2:
-        parser.error("--sizes takes two numbers: the smaller and the larger")
+    if len(arguments.sizes) != 2 or len(arguments.lookups) != 2:
+        parser.error("--sizes and --lookups take two numbers: the smaller and the larger")
     backends = ("asyncio", "trio") if arguments.backend == "both" else (arguments.backend,)
     by_backend: dict[str, list[Row]] = {}
     for backend in backends:
