@@ -31,7 +31,7 @@ import dataclasses
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -139,18 +139,31 @@ def lookups(report: ck.ContractReport) -> Callable[[], Awaitable[None]]:
     return look_up
 
 
-async def interleaved(contenders: Contenders, rounds: int, repeat: int = 1) -> dict[str, float]:
-    """The median seconds each contender takes, over ``rounds`` interleaved rounds."""
+async def interleaved(
+    contenders: Contenders, rounds: int, repeat: int = 1, more: Mapping[str, int] | None = None
+) -> dict[str, float]:
+    """
+    The median seconds each contender takes, over ``rounds`` interleaved rounds.
+
+    :param repeat: how many times each contender runs in a round.
+    :param more: how many times some contenders run in a round instead (quick
+        ones measured beside slow ones), interleaved with the others.
+    """
     samples: dict[str, list[float]] = {name: [] for name in contenders}
+    times = {name: (more or {}).get(name, repeat) for name in contenders}
     for _ in range(rounds):
-        for _ in range(repeat):
+        for turn in range(max(times.values())):
             for name, contender in contenders.items():
+                if turn >= times[name]:
+                    continue
                 gc.collect()  # no contender pays for the garbage of the one before
                 started = time.perf_counter()
                 outcome = await contender()
                 elapsed = time.perf_counter() - started
                 if isinstance(outcome, ck.ContractReport):
                     ck.assert_contract(outcome, require_full=True)
+                # Freed now, not while the next contender is timed.
+                del outcome
                 samples[name].append(elapsed)
     return {name: statistics.median(values) for name, values in samples.items()}
 
@@ -212,6 +225,10 @@ async def measure_all(
             "default large": lambda: ck.run_contract(large_implementation, large_suite),
         },
         rounds,
+        # As many samples of the smaller size as take a third of the larger's time.
+        more=dict.fromkeys(
+            ("hand small", "none small", "default small"), max(1, min(10, large // small // 3))
+        ),
     )
     per_case = {
         name: seconds / (small if name.endswith("small") else large) * 1e6
