@@ -31,7 +31,7 @@ import dataclasses
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -139,26 +139,22 @@ def lookups(report: ck.ContractReport) -> Callable[[], Awaitable[None]]:
     return look_up
 
 
-async def interleaved(
-    contenders: Contenders, rounds: int, repeat: int = 1, more: Mapping[str, int] | None = None
-) -> dict[str, float]:
+async def interleaved(contenders: Contenders, rounds: int, repeat: int = 1) -> dict[str, float]:
     """
     The median seconds each contender takes, over ``rounds`` interleaved rounds.
 
-    :param repeat: how many times each contender runs in a round.
-    :param more: how many times some contenders run in a round instead (quick
-        ones measured beside slow ones), interleaved with the others.
+    Each round starts one contender further along, so that none always follows
+    the same one (a large run's freed memory, or a cache another left warm).
     """
     samples: dict[str, list[float]] = {name: [] for name in contenders}
-    times = {name: (more or {}).get(name, repeat) for name in contenders}
-    for _ in range(rounds):
-        for turn in range(max(times.values())):
-            for name, contender in contenders.items():
-                if turn >= times[name]:
-                    continue
+    order = list(contenders)
+    for round_number in range(rounds):
+        start = round_number % len(order)
+        for _ in range(repeat):
+            for name in order[start:] + order[:start]:
                 gc.collect()  # no contender pays for the garbage of the one before
                 started = time.perf_counter()
-                outcome = await contender()
+                outcome = await contenders[name]()
                 elapsed = time.perf_counter() - started
                 if isinstance(outcome, ck.ContractReport):
                     ck.assert_contract(outcome, require_full=True)
@@ -225,10 +221,6 @@ async def measure_all(
             "default large": lambda: ck.run_contract(large_implementation, large_suite),
         },
         rounds,
-        # As many samples of the smaller size as take a third of the larger's time.
-        more=dict.fromkeys(
-            ("hand small", "none small", "default small"), max(1, min(10, large // small // 3))
-        ),
     )
     per_case = {
         name: seconds / (small if name.endswith("small") else large) * 1e6
