@@ -110,7 +110,13 @@ class _Lane:
             self.cancel_scope.deadline = anyio.current_time() + timeout
 
     def disarm(self) -> bool:
-        """End the stages of a case; return whether one overran, cancelling the lane's scope."""
+        """
+        End the stages of a case; return whether one overran, cancelling the lane's scope.
+
+        A lane whose scope carries the deadline keeps it through the case's
+        cleanup, which that deadline may cancel the scope during (shielded, so
+        harmlessly): the run of one case ends with that case.
+        """
         if self.watched:
             self.deadline = None
             return self.fired
@@ -281,10 +287,9 @@ class Execution(Generic[API]):
         timeout = plan.timeout
         watched = len(case_ids) > 1
         lanes = [_Lane(watched=watched) for _ in range(min(max_concurrency, len(case_ids)))]
-        watchdog = timeout is not None and watched
         async with anyio.create_task_group() as task_group:
             self.spawner = task_group
-            if timeout is not None and watched:
+            if watched and timeout is not None:
                 task_group.start_soon(_watch, lanes, timeout)
             if len(lanes) == 1:
                 await self._work(lanes[0], queue, task_group)
@@ -292,7 +297,7 @@ class Execution(Generic[API]):
                 async with anyio.create_task_group() as workers:
                     for lane in lanes:
                         workers.start_soon(self._work, lane, queue, task_group)
-            if watchdog or self.stragglers:
+            if (watched and timeout is not None) or self.stragglers:
                 # Stop the watchdog, and background work that outlived its join.
                 # Only then: a cancellation costs more than a case.
                 task_group.cancel_scope.cancel()
@@ -607,7 +612,7 @@ def check_backend(backend: object) -> Backend:
 
 
 def _installed(name: str) -> bool:
-    import importlib.util  # only here: it takes longer to import than conformkit's own modules
+    import importlib.util  # imported on the rare path that needs it, not with conformkit
 
     return importlib.util.find_spec(name) is not None
 
