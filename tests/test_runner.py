@@ -476,6 +476,61 @@ class TestCleanupFailure:
         assert result.cleanup_errors == (boom,)
         assert r.log == ["create 0", "case holds on 0", "cleanup 0"]
 
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_background_work_failing_after_its_join_gave_up_is_reported(
+        self, runner: str
+    ) -> None:
+        """Work outliving its join fails its case; its later failure is in the report too."""
+        started = anyio.Event()
+        release = anyio.Event()
+        late = RuntimeError("failed after its case was judged")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 0:
+                return
+
+            async def stubborn() -> None:
+                started.set()
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to the join's cancellation
+                raise late
+
+            scope.start_soon(stubborn)
+
+        async def awaiting_its_work(api: Probe) -> None:
+            await started.wait()
+
+        async def releasing(api: Probe) -> None:
+            release.set()
+            await anyio.wait_all_tasks_blocked()  # the stubborn work ends, failing
+            api.log.append("released")
+
+        r = rig({"stubborn": awaiting_its_work, "after": releasing}, on_create=on_create)
+        if runner == "run_contract":
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+            assert statuses(report) == [FAILED, PASSED]
+            [timeout] = report["stubborn"].cleanup_errors
+            assert isinstance(timeout, TimeoutError)
+            assert "background work" in str(timeout)
+            assert report.cleanup_errors == (late,)
+            assert "released" in r.log
+        else:
+            stubborn, _ = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
+
+            async def release_after_the_join_gave_up() -> None:
+                await anyio.sleep(2 * SHORT)
+                release.set()
+
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(release_after_the_join_gave_up)
+                with pytest.raises(ExceptionGroup) as excinfo:
+                    await stubborn.run()  # returns once the work has ended
+            timeout, error = excinfo.value.exceptions
+            assert isinstance(timeout, TimeoutError)
+            assert "background work" in str(timeout)
+            assert error is late
+
 
 class TestUnavailable:
     """§3.8: FeatureUnavailable means unavailable only when create() raises it."""
