@@ -67,8 +67,8 @@ if not TYPE_CHECKING:
     def __getattr__(name: str) -> object:
         """
         ``CaseUnsupported``, imported on first use: it derives from
-        :class:`unittest.SkipTest`, and importing :mod:`unittest` would take longer
-        than importing the rest of conformkit, for an exception that only
+        :class:`unittest.SkipTest`, and importing :mod:`unittest` costs about as
+        much as all of conformkit's own modules, for an exception that only
         ``ContractCase.run()`` raises.
         """
         if name == "CaseUnsupported":
