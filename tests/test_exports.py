@@ -66,10 +66,14 @@ class TestAll:
 def _own_names(module: types.ModuleType) -> set[str]:
     """
     The names a module binds at its top level by ``def``, ``class`` or assignment,
-    and those it re-exports by the explicit ``import x as x`` form (PEP 484).
+    and those it re-exports by the explicit ``import x as x`` form (PEP 484), also
+    under a top-level ``if`` such as ``if TYPE_CHECKING:``.
     """
     names: set[str] = set()
-    for node in ast.parse(inspect.getsource(module)).body:
+    nodes = list(ast.parse(inspect.getsource(module)).body)
+    for node in nodes:
+        if isinstance(node, ast.If):  # ``if TYPE_CHECKING:`` and the like
+            nodes.extend(node.body + node.orelse)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):

@@ -31,7 +31,7 @@ class TestPublicNames:
             return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
         assert ck.__all__ == sorted(ck.__all__, key=kind_then_name)
-        public = {name for name in vars(ck) if not name.startswith("_")} - {"annotations"}
+        public = {name for name in dir(ck) if not name.startswith("_")} - {"annotations"}
         modules = {name for name in public if inspect.ismodule(getattr(ck, name))}
         assert public - modules == set(ck.__all__)
 

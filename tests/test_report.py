@@ -150,6 +150,17 @@ class TestLookup:
         with pytest.raises(KeyError, match="no case 'nope'"):
             report(result)["nope"]
 
+    def test_the_first_result_of_an_id_wins_and_a_lookup_changes_nothing_seen(self) -> None:
+        """Of two results with one ID the first is found; a looked-up report equals a fresh one."""
+        first, second = ck.CaseResult("read", PASSED), ck.CaseResult("read", FAILED, "broken")
+        looked_up = report(first, second, ck.CaseResult("write", PASSED))
+        assert looked_up["read"] is first
+        assert looked_up["write"].status is PASSED
+        fresh = report(first, second, ck.CaseResult("write", PASSED))
+        assert looked_up == fresh
+        assert hash(looked_up) == hash(fresh)
+        assert repr(looked_up) == repr(fresh)
+
 
 class TestAssertContract:
     def test_a_report_with_passes_and_declared_gaps_holds(self) -> None:

@@ -366,6 +366,91 @@ class TestDeadlines:
         assert isinstance(report["overrun"].error, TimeoutError)
         assert len(r.entries("cleanup")) == 3
 
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    async def test_a_run_has_one_watchdog_whatever_its_lanes(self, timeout: float | None) -> None:
+        """Four lanes in flight add four tasks and one watchdog (none without deadlines)."""
+        lanes = 4
+        gate = Gate(lanes)
+        counts: list[int] = []
+
+        async def meet(api: Probe) -> None:
+            await gate.wait()
+            counts.append(len(anyio.get_running_tasks()))
+
+        r = rig({f"case_{index}": meet for index in range(2 * lanes)})
+        before = len(anyio.get_running_tasks())
+        report = await ck.run_contract(
+            r.implementation, r.suite, timeout=timeout, max_concurrency=lanes
+        )
+        assert statuses(report) == [PASSED] * (2 * lanes)
+        watchdogs = 0 if timeout is None else 1
+        assert counts[0] == before + lanes + watchdogs
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    @pytest.mark.parametrize("stage", STAGES)
+    async def test_a_run_of_one_case_fails_the_stage_that_overruns(
+        self, stage: str, runner: str
+    ) -> None:
+        """A run of a single case has no watchdog task; its stages have deadlines all the same."""
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if stage == "create":
+                await anyio.sleep_forever()
+            if stage == "cleanup":
+                scope.defer(anyio.sleep_forever)
+
+        r = rig({"only": hang if stage == "case" else passing("only")}, on_create=on_create)
+        message = f"feature {FEATURE_ID!r}, case 'only'"
+        if runner == "run_contract":
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+            assert statuses(report) == [FAILED]
+            assert message in (report["only"].reason or "")
+            assert repr(stage) in (report["only"].reason or "")
+        else:
+            [case] = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
+            with pytest.raises((TimeoutError, ExceptionGroup)) as excinfo:
+                await case.run()
+            error: BaseException = excinfo.value
+            if stage == "cleanup":
+                assert isinstance(error, ExceptionGroup)
+                [error] = error.exceptions
+            assert isinstance(error, TimeoutError)
+            assert message in str(error)
+            assert repr(stage) in str(error)
+        assert r.log.count("cleanup 0") == 1
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_a_stage_deadline_passing_during_a_later_cleanup_fails_nothing(
+        self, runner: str
+    ) -> None:
+        """Stages each within their deadline pass, though the case's deadline passes in cleanup."""
+        timeout = 1.0
+        cleanup_done: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            async def slow_cleanup() -> None:
+                await anyio.sleep(0.6 * timeout)
+                cleanup_done.append("slow cleanup")
+
+            scope.defer(slow_cleanup)
+
+        async def slow_case(api: Probe) -> None:
+            await anyio.sleep(0.6 * timeout)
+            api.log.append("case finished")
+
+        r = rig({"only": slow_case}, on_create=on_create)
+        if runner == "run_contract":
+            report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+            assert statuses(report) == [PASSED]
+        else:
+            [case] = ck.contract_cases(r.implementation, r.suite, timeout=timeout)
+            await case.run()
+        assert r.log == ["create 0", "case finished", "cleanup 0"]
+        assert cleanup_done == ["slow cleanup"]
+
 
 class TestCleanupFailure:
     """§4.4: a cleanup failure fails the case even when its assertion held."""
@@ -390,6 +475,61 @@ class TestCleanupFailure:
         assert "disk still mounted" in result.reason
         assert result.cleanup_errors == (boom,)
         assert r.log == ["create 0", "case holds on 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_background_work_failing_after_its_join_gave_up_is_reported(
+        self, runner: str
+    ) -> None:
+        """Work outliving its join fails its case; its later failure is in the report too."""
+        started = anyio.Event()
+        release = anyio.Event()
+        late = RuntimeError("failed after its case was judged")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 0:
+                return
+
+            async def stubborn() -> None:
+                started.set()
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to the join's cancellation
+                raise late
+
+            scope.start_soon(stubborn)
+
+        async def awaiting_its_work(api: Probe) -> None:
+            await started.wait()
+
+        async def releasing(api: Probe) -> None:
+            release.set()
+            await anyio.wait_all_tasks_blocked()  # the stubborn work ends, failing
+            api.log.append("released")
+
+        r = rig({"stubborn": awaiting_its_work, "after": releasing}, on_create=on_create)
+        if runner == "run_contract":
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+            assert statuses(report) == [FAILED, PASSED]
+            [timeout] = report["stubborn"].cleanup_errors
+            assert isinstance(timeout, TimeoutError)
+            assert "background work" in str(timeout)
+            assert report.cleanup_errors == (late,)
+            assert "released" in r.log
+        else:
+            stubborn, _ = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
+
+            async def release_after_the_join_gave_up() -> None:
+                await anyio.sleep(2 * SHORT)
+                release.set()
+
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(release_after_the_join_gave_up)
+                with pytest.raises(ExceptionGroup) as excinfo:
+                    await stubborn.run()  # returns once the work has ended
+            timeout, error = excinfo.value.exceptions
+            assert isinstance(timeout, TimeoutError)
+            assert "background work" in str(timeout)
+            assert error is late
 
 
 class TestUnavailable:
@@ -962,6 +1102,25 @@ class TestContractCases:
         assert isinstance(excinfo.value, ck.CaseUnsupported)
         assert "no clock in this backend" in str(excinfo.value)
         assert r.log == []
+
+    def test_case_unsupported_imports_unittest_only_when_first_used(self) -> None:
+        """import conformkit loads no unittest; ck.CaseUnsupported does, a SkipTest all the same."""
+        code = textwrap.dedent(
+            """
+            import sys
+            import conformkit
+            print("unittest" in sys.modules)
+            import unittest
+            print(issubclass(conformkit.CaseUnsupported, unittest.SkipTest))
+            print(conformkit.CaseUnsupported.__module__)
+            from conformkit import CaseUnsupported
+            print(CaseUnsupported is conformkit.CaseUnsupported)
+            """
+        )
+        output = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert output.stdout.split() == ["False", "True", "conformkit", "True"]
 
     @pytest.mark.anyio
     async def test_an_unavailable_case_raises_the_feature_unavailable(self) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._audit import audit_suites as audit_suites
-from ._exceptions import CaseUnsupported as CaseUnsupported
 from ._exceptions import ConformkitError as ConformkitError
 from ._exceptions import ContractDefinitionError as ContractDefinitionError
 from ._exceptions import ContractFailure as ContractFailure
@@ -29,6 +30,9 @@ from ._scope import FeatureScope as FeatureScope
 from ._scope import Session as Session
 from ._scope import open_feature as open_feature
 from ._suite import ContractSuite as ContractSuite
+
+if TYPE_CHECKING:
+    from ._skip import CaseUnsupported as CaseUnsupported
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -60,9 +64,34 @@ __all__ = [
     "run_contract_sync",
 ]
 
+# Names imported on first use: CaseUnsupported derives from unittest.SkipTest,
+# and importing unittest costs about as much as all of conformkit's own modules.
+_LAZY = frozenset({"CaseUnsupported"})
+
 # Tracebacks, reprs and docs show ``conformkit.Name`` rather than a private module.
 for _name in __all__:
-    _value = globals()[_name]
+    _value = globals().get(_name)
     if getattr(_value, "__module__", "").startswith("conformkit."):  # not the constants
         _value.__module__ = __name__
 del _name, _value
+
+
+# Hidden from type checkers, which would otherwise accept any name as an
+# attribute of this module; they see the TYPE_CHECKING import instead.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        if name in _LAZY:
+            from . import _skip
+
+            value = getattr(_skip, name)
+            globals()[name] = value  # found directly from now on
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+del TYPE_CHECKING
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

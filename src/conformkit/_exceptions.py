@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import unittest
 from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ._report import ContractReport
+    from ._skip import CaseUnsupported as CaseUnsupported
 
 
 class ConformkitError(Exception):
@@ -64,14 +64,22 @@ class LawViolation(ConformkitError, AssertionError):
     """
 
 
-@final
-class CaseUnsupported(ConformkitError, unittest.SkipTest):
-    """
-    Raised by :meth:`ContractCase.run` for a case the implementation does not support.
+# Hidden from type checkers, which would otherwise accept any name as an
+# attribute of this module; they see the TYPE_CHECKING import instead.
+if not TYPE_CHECKING:
 
-    Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
-    as a skip carrying the declared reason.
-    """
+    def __getattr__(name: str) -> object:
+        """
+        ``CaseUnsupported``, imported on first use: it derives from
+        :class:`unittest.SkipTest`, and importing :mod:`unittest` costs about as
+        much as all of conformkit's own modules, for an exception that only
+        ``ContractCase.run()`` raises.
+        """
+        if name == "CaseUnsupported":
+            from ._skip import CaseUnsupported
+
+            return CaseUnsupported
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @final

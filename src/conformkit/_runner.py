@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
 import os
 import sys
@@ -11,25 +10,21 @@ import typing
 from collections.abc import Awaitable, Iterator
 from time import monotonic, perf_counter
 from types import CoroutineType, TracebackType
-from typing import Any, Final, Generic, Literal, TypeAlias, cast, final
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
-import anyio.lowlevel
-from anyio.abc import TaskGroup
 
-from ._exceptions import (
-    CaseUnsupported,
-    ContractDefinitionError,
-    FeatureUnavailable,
-    LawViolation,
-)
+from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
 from ._implementation import FeatureImplementation, declared_feature
 from ._recording import CallRecorder, api_operations
-from ._report import CaseResult, CaseStatus, ContractReport
+from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import DEFAULT_TIMEOUT, FeatureScope
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._util import check_timeout, format_error
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
@@ -88,37 +83,71 @@ def _bind(function: FamilyFunction[API], param: Any) -> CaseFunction[API]:
 
 
 @final
-class _Worker:
+class _Lane:
     """
-    One lane of a run, with a watchdog that costs nothing until a stage overruns.
+    One lane of a run: its cases run one after another inside its cancel scope,
+    each stage (``create``, then the case) under the run's deadline.
 
-    Cases run one after another inside the worker's cancel scope. Arming a stage
-    records a deadline; the watchdog task sleeps until it and, only if the same
-    stage is still running then, cancels the scope and says which stage it was.
+    In a run of several cases, arming a stage only records when it is due, and
+    the run's one watchdog (:func:`_watch`) cancels the lane's scope if that
+    stage is still running then. A run of one case, ``ContractCase.run()``, has
+    no watchdog, whose task would cost more than the case itself: its lane's
+    cancel scope carries the deadline.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "stage", "token")
+    __slots__ = ("cancel_scope", "deadline", "fired", "watched")
 
-    def __init__(self) -> None:
-        self.cancel_scope = anyio.CancelScope()
-        self.deadline: float | None = None
-        self.token: object = None
-        self.stage = ""
-        self.fired: object = None
+    cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
-    async def watch(self, timeout: float) -> None:
-        while True:
-            deadline = self.deadline
-            if deadline is None:
-                await anyio.sleep(timeout)
-                continue
-            remaining = deadline - monotonic()
-            if remaining > 0:
-                await anyio.sleep(remaining)
-                continue
-            self.fired = self.token
+    def __init__(self, *, watched: bool) -> None:
+        self.watched = watched
+        self.deadline: float | None = None  # of the running stage, when watched
+        self.fired = False  # the watchdog cancelled the scope
+
+    def arm(self, timeout: float) -> None:
+        """Start a stage: it must end within ``timeout`` seconds from now."""
+        if self.watched:
+            self.deadline = monotonic() + timeout
+        else:
+            self.cancel_scope.deadline = anyio.current_time() + timeout
+
+    def disarm(self) -> bool:
+        """
+        End the stages of a case; return whether one overran, cancelling the lane's scope.
+
+        A lane whose scope carries the deadline keeps it through the case's
+        cleanup, which that deadline may cancel the scope during (shielded, so
+        harmlessly): the run of one case ends with that case.
+        """
+        if self.watched:
             self.deadline = None
-            self.cancel_scope.cancel()
+            return self.fired
+        return self.cancel_scope.cancel_called
+
+
+async def _watch(lanes: list[_Lane], timeout: float) -> None:
+    """
+    The one watchdog of a run: cancel the scope of each lane whose stage is past its deadline.
+
+    Every stage is armed with the same timeout, so a deadline armed while the
+    watchdog sleeps is never earlier than the one it sleeps until: nothing needs
+    to wake it. It sleeps until the earliest deadline it saw, or for a whole
+    timeout when no stage is armed, and checks every lane again.
+    """
+    while True:
+        now = monotonic()
+        wake = now + timeout
+        for lane in lanes:
+            deadline = lane.deadline
+            if deadline is None:
+                continue
+            if deadline <= now:
+                lane.deadline = None
+                lane.fired = True
+                lane.cancel_scope.cancel()
+            elif deadline < wake:
+                wake = deadline
+        await anyio.sleep(wake - now)
 
 
 @final
@@ -126,12 +155,13 @@ class RunPlan(Generic[API]):
     """A checked pairing of an implementation and a suite, ready to run any of its cases."""
 
     __slots__ = (
-        "case_functions",
         "case_ids",
         "coverage",
         "create",
         "create_is_async",
         "feature_id",
+        "functions",
+        "members",
         "name",
         "operations",
         "probe",
@@ -160,14 +190,18 @@ class RunPlan(Generic[API]):
         self.create = implementation.create
         self.create_is_async = inspect.iscoroutinefunction(implementation.create)
         self.case_ids = tuple(planned.case_ids)
-        functions = suite._cases
-        self.case_functions: dict[str, CaseFunction[API]] = {
-            name: cast("CaseFunction[API]", functions[name])
-            for name in implementation.feature.cases
-        }
-        for case_id, (family, param) in planned.members.items():
-            family_function = cast("FamilyFunction[API]", functions[family])
-            self.case_functions[case_id] = _bind(family_function, param)
+        # Looked up case by case as the run reaches them, so that a run builds
+        # nothing per case before it starts.
+        self.functions: dict[str, Any] = suite._cases
+        self.members = planned.members
+
+    def function(self, case_id: str) -> CaseFunction[API]:
+        """The function that runs a case: the suite's own, or a family's bound to its member."""
+        member = self.members.get(case_id)
+        if member is None:
+            return cast("CaseFunction[API]", self.functions[case_id])
+        family, param = member
+        return _bind(cast("FamilyFunction[API]", self.functions[family]), param)
 
     async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> Execution[API]:
         """Run the cases; the execution holds their results and what else was seen."""
@@ -211,7 +245,9 @@ class Execution(Generic[API]):
             in conformkit; a report that silently lacks a case could pass a gate.
         """
         plan = self.plan
-        if None in self.results:
+        # Not `None in self.results`, which would call CaseResult.__eq__ once per
+        # case; a CaseResult is always true.
+        if not all(self.results):
             missing = [
                 case_id
                 for case_id, result in zip(self.case_ids, self.results, strict=True)
@@ -228,7 +264,7 @@ class Execution(Generic[API]):
         return ContractReport(
             plan.feature_id,
             plan.name,
-            tuple(self.finished()),
+            tuple(cast("list[CaseResult]", self.results)),
             tuple(self.late_errors()),
             unexercised,
         )
@@ -238,59 +274,57 @@ class Execution(Generic[API]):
 
     async def run(self, max_concurrency: int) -> None:
         plan = self.plan
-        pending: list[_Pending[API]] = []
-        for index, case_id in enumerate(self.case_ids):
-            coverage = plan.coverage[case_id]
-            function = plan.case_functions[case_id]
-            if isinstance(coverage, Unsupported):
-                if plan.probe:
-                    pending.append((index, case_id, function, coverage.reason))
-                else:
-                    self.results[index] = CaseResult(
-                        case_id, CaseStatus.UNSUPPORTED, coverage.reason
-                    )
+        case_ids = self.case_ids
+        coverage = plan.coverage
+        if not plan.probe and all(type(coverage[case_id]) is Unsupported for case_id in case_ids):
+            for index, case_id in enumerate(case_ids):
+                self._unsupported(index, case_id)
+            return
+        # Cases with a sync create and no await would never notice a
+        # cancellation that came before the run.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        # The lanes take the cases in turn from one shared iterator: nothing is
+        # built per case before the run starts.
+        queue = enumerate(case_ids)
+        timeout = plan.timeout
+        watched = len(case_ids) > 1
+        lanes = [_Lane(watched=watched) for _ in range(min(max_concurrency, len(case_ids)))]
+        async with anyio.create_task_group() as task_group:
+            self.spawner = task_group
+            if watched and timeout is not None:
+                task_group.start_soon(_watch, lanes, timeout)
+            if len(lanes) == 1:
+                await self._work(lanes[0], queue, task_group)
             else:
-                pending.append((index, case_id, function, None))
-        if pending:
-            # Cases with a sync create and no await would never notice a
-            # cancellation that came before the run.
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            queue = iter(pending)
-            workers = [_Worker() for _ in range(min(max_concurrency, len(pending)))]
-            async with anyio.create_task_group() as task_group:
-                self.spawner = task_group
-                if plan.timeout is not None:
-                    for worker in workers:
-                        task_group.start_soon(worker.watch, plan.timeout)
-                if len(workers) == 1:
-                    await self._work(workers[0], queue, task_group)
-                else:
-                    async with anyio.create_task_group() as lanes:
-                        for worker in workers:
-                            lanes.start_soon(self._work, worker, queue, task_group)
-                task_group.cancel_scope.cancel()  # stop the watchdogs
-            if self.interrupt is not None:
-                raise self.interrupt
+                async with anyio.create_task_group() as workers:
+                    for lane in lanes:
+                        workers.start_soon(self._work, lane, queue, task_group)
+            if (watched and timeout is not None) or self.stragglers:
+                # Stop the watchdog, and background work that outlived its join.
+                # Only then: a cancellation costs more than a case.
+                task_group.cancel_scope.cancel()
+        if self.interrupt is not None:
+            raise self.interrupt
+
+    def _unsupported(self, index: int, case_id: str) -> None:
+        reason = cast("Unsupported", self.plan.coverage[case_id]).reason
+        self.results[index] = case_result(case_id, CaseStatus.UNSUPPORTED, reason)
 
     async def _work(
         self,
-        worker: _Worker,
-        queue: Iterator[_Pending[API]],
+        lane: _Lane,
+        queue: Iterator[tuple[int, str]],
         task_group: TaskGroup,
     ) -> None:
         try:
             while True:
-                # A fresh cancel scope for each stretch of cases: the watchdog
-                # cancels it when a stage overruns, and the next case needs a new one.
-                with anyio.CancelScope() as worker.cancel_scope:
-                    worker.fired = None
-                    for index, case_id, function, declared in queue:
-                        await self._execute(index, case_id, function, declared, worker)
-                        if worker.cancel_scope.cancel_called:
-                            break
-                    else:
+                # A fresh cancel scope for each stretch of cases: a deadline cancels
+                # it when a stage overruns, and the next case needs a new one.
+                with anyio.CancelScope() as lane.cancel_scope:
+                    lane.fired = False
+                    if await self._stretch(lane, queue):
                         return
-                # Left a scope the watchdog cancelled; an outside cancellation
+                # Left a scope a deadline cancelled; an outside cancellation
                 # may have arrived meanwhile, unseen under that one.
                 await anyio.lowlevel.checkpoint_if_cancelled()
         except anyio.get_cancelled_exc_class():
@@ -302,86 +336,125 @@ class Execution(Generic[API]):
                 self.interrupt = exc
             task_group.cancel_scope.cancel()
 
-    async def _execute(
-        self,
-        index: int,
-        case_id: str,
-        function: CaseFunction[API],
-        declared: str | None,
-        worker: _Worker,
-    ) -> None:
+    async def _stretch(self, lane: _Lane, queue: Iterator[tuple[int, str]]) -> bool:
         """
-        Run one case in a fresh scope and record its result.
+        Run cases from the queue in the lane's cancel scope, each in a fresh
+        scope, and record their results; return ``True`` once the queue is
+        empty, ``False`` when a deadline spent the lane's cancel scope.
 
-        :param declared: the reason the case was declared unsupported, when it is
-            run only to probe that declaration.
+        This is the runner's hot path: what is the same for every case is looked
+        up once, and a passing case takes no call that it does not need.
         """
         plan = self.plan
+        results = self.results
+        coverage = plan.coverage
+        functions = plan.functions
+        members = plan.members
+        create = plan.create
+        create_is_async = plan.create_is_async
+        feature_id = plan.feature_id
         timeout = plan.timeout
-        scope = FeatureScope(self.spawner, plan.feature_id, case_id, timeout)
-        error: BaseException | None = None
-        recorder: CallRecorder | None = None
-        stage = "create"
-        started = perf_counter()
-        if timeout is not None:
-            worker.token, worker.stage = scope, stage
-            worker.deadline = monotonic() + timeout
-        try:
-            created = plan.create(scope)
-            # Telling sync from async by the function, not the value: an
-            # isawaitable() check would cost more than the rest of a trivial case.
-            if plan.create_is_async or type(created) is CoroutineType:
-                created = await cast("Awaitable[API]", created)
-            stage = "case"
+        probe = plan.probe
+        record = plan.record
+        spawner = self.spawner
+        passed = CaseStatus.PASSED
+        for index, case_id in queue:
+            declared: str | None = None
+            marker = coverage[case_id]
+            if type(marker) is Unsupported:
+                if not probe:
+                    self._unsupported(index, case_id)
+                    continue
+                declared = marker.reason
+            function = functions[case_id] if case_id not in members else plan.function(case_id)
+            scope = FeatureScope(spawner, feature_id, case_id, timeout)
+            error: BaseException | None = None
+            recorder: CallRecorder | None = None
+            stage = "create"
+            started = perf_counter()
             if timeout is not None:
-                worker.stage = stage
-                worker.deadline = monotonic() + timeout
-            if plan.record:
-                recorder = CallRecorder()
-                created = recorder.wrap(created)
-            outcome = function(cast("API", created))
-            if outcome is not None:
-                await outcome
-        except BaseException as exc:
-            error = exc
-        worker.deadline = None
-        cleanup_errors = await scope._close()
-        duration = perf_counter() - started
-        if scope._background is not None and scope._background.outlived:
-            self.stragglers.append((scope, len(cleanup_errors)))
-        if scope._awaited and worker.fired is not scope:
-            # An outside cancellation that arrived while cleanups ran shielded.
-            await anyio.lowlevel.checkpoint_if_cancelled()
+                lane.arm(timeout)
+            try:
+                created: Any = create(scope)
+                # Telling sync from async by the function, not the value: an
+                # isawaitable() check would cost more than the rest of a trivial case.
+                if create_is_async or type(created) is CoroutineType:
+                    created = await created
+                stage = "case"
+                if timeout is not None:
+                    lane.arm(timeout)
+                if record:
+                    recorder = CallRecorder()
+                    created = recorder.wrap(created)
+                outcome = function(created)
+                if outcome is not None:
+                    await outcome
+            except BaseException as exc:
+                error = exc
+            overran = timeout is not None and lane.disarm()
+            cleanup_errors = await scope._close()
+            duration = perf_counter() - started
+            spent = overran
+            if scope._awaited:
+                # Closing awaited: it joined background work or ran async cleanups.
+                if scope._background is not None and scope._background.outlived:
+                    self.stragglers.append((scope, len(cleanup_errors)))
+                if not overran:
+                    # The cleanups ran shielded. An outside cancellation that
+                    # arrived meanwhile is honoured now, unless the lane's own
+                    # deadline passed (only a run of one case keeps it armed then).
+                    spent = lane.cancel_scope.cancel_called
+                    if not spent:
+                        await anyio.lowlevel.checkpoint_if_cancelled()
+            if error is None and not cleanup_errors and not overran and recorder is None:
+                result = case_result(case_id, passed, None, None, (), duration)
+            else:
+                result = await self._conclude(
+                    case_id, stage, error, cleanup_errors, duration, overran, recorder
+                )
+            results[index] = result if declared is None else _probed(result, declared)
+            if spent:
+                return False
+        return True
 
+    async def _conclude(
+        self,
+        case_id: str,
+        stage: str,
+        error: BaseException | None,
+        cleanup_errors: list[BaseException],
+        duration: float,
+        overran: bool,
+        recorder: CallRecorder | None,
+    ) -> CaseResult:
+        """
+        The result of a case that did not simply pass, or whose calls were
+        recorded; an interrupt or a real cancellation is raised instead.
+        """
         if recorder is not None:
             self.called.update(recorder.names())
-        if error is None and not cleanup_errors and worker.fired is not scope:
+        if error is None and not cleanup_errors and not overran:
             if recorder is not None and not recorder.calls:
-                result = CaseResult(
+                return CaseResult(
                     case_id, CaseStatus.FAILED, "vacuous: the case never called the API",
                     duration=duration,
                 )  # fmt: skip
-            else:
-                result = CaseResult(case_id, CaseStatus.PASSED, None, None, (), duration)
-            self.results[index] = result if declared is None else _probed(result, declared)
-            return
+            return case_result(case_id, CaseStatus.PASSED, None, None, (), duration)
         interrupts = [exc for exc in cleanup_errors if not isinstance(exc, Exception)]
         if interrupts:
             raise BaseExceptionGroup(f"cleanup of case {case_id!r} was interrupted", interrupts)
-        cancelled = anyio.get_cancelled_exc_class()
-        if worker.fired is scope:
+        if overran:
             if error is not None:
                 _trim_traceback(error)
+            timeout = self.plan.timeout
             error = TimeoutError(
-                f"feature {plan.feature_id!r}, case {case_id!r}: stage {worker.stage!r} "
+                f"feature {self.plan.feature_id!r}, case {case_id!r}: stage {stage!r} "
                 f"exceeded the {timeout or 0:g}s deadline"
             ).with_traceback(None)
-            result = CaseResult(
+            return CaseResult(
                 case_id, CaseStatus.FAILED, str(error), error, tuple(cleanup_errors), duration
             )
-            self.results[index] = result if declared is None else _probed(result, declared)
-            return
-        if isinstance(error, cancelled):
+        if isinstance(error, anyio.get_cancelled_exc_class()):
             # A real cancellation is delivered again here and ends the run. A
             # cancellation exception the code under test raised on its own (a
             # library bug, or a stale one re-raised) is that case's failure.
@@ -390,8 +463,7 @@ class Execution(Generic[API]):
                 raise error
         elif error is not None and not isinstance(error, Exception):
             raise error  # an interrupt: never a case outcome
-        result = _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
-        self.results[index] = result if declared is None else _probed(result, declared)
+        return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
 
 
 def _natively_cancelled() -> bool:
@@ -404,10 +476,6 @@ def _natively_cancelled() -> bool:
     except RuntimeError:  # not on asyncio
         return False
     return task is not None and task.cancelling() > 0
-
-
-_Pending: TypeAlias = tuple[int, str, CaseFunction[API], str | None]
-"""A case waiting to run: its index, ID, function and, when probed, its declared reason."""
 
 
 def _probed(result: CaseResult, declared: str) -> CaseResult:
@@ -538,11 +606,17 @@ async def run_contract(
 def check_backend(backend: object) -> Backend:
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be 'asyncio' or 'trio', got {backend!r}")
-    if backend == "trio" and importlib.util.find_spec("trio") is None:
+    if backend == "trio" and not _installed("trio"):
         raise ModuleNotFoundError(
             "backend 'trio' needs trio installed: pip install 'conformkit[trio]'", name="trio"
         )
     return backend
+
+
+def _installed(name: str) -> bool:
+    import importlib.util  # imported on the rare path that needs it, not with conformkit
+
+    return importlib.util.find_spec(name) is not None
 
 
 def run_contract_sync(
@@ -613,6 +687,8 @@ class ContractCase(Generic[API]):
         """
         __tracebackhide__ = True  # pytest shows the case's frames, not this one
         if isinstance(self.coverage, Unsupported):
+            from ._skip import CaseUnsupported  # imports unittest: only when needed
+
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
         execution = await self._plan.run((self.id,), 1)
         report = execution.report()

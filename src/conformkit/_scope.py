@@ -10,8 +10,6 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
 
 import anyio
-import anyio.lowlevel
-from anyio.abc import TaskGroup
 from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
@@ -19,6 +17,8 @@ from ._implementation import declared_feature
 from ._util import callable_name, check_timeout
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ._implementation import FeatureImplementation
 
 DEFAULT_TIMEOUT: Final = 60.0

@@ -1,0 +1,23 @@
+"""``CaseUnsupported``, the one exception that needs :mod:`unittest`: imported on first use."""
+
+from __future__ import annotations
+
+import unittest
+from typing import final
+
+from ._exceptions import ConformkitError
+
+
+@final
+class CaseUnsupported(ConformkitError, unittest.SkipTest):
+    """
+    Raised by :meth:`ContractCase.run` for a case the implementation does not support.
+
+    Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
+    as a skip carrying the declared reason.
+    """
+
+
+# Shown as conformkit.CaseUnsupported, like every public name (see __init__.py),
+# whichever way it was first imported.
+CaseUnsupported.__module__ = "conformkit"
