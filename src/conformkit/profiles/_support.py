@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import closing, contextmanager
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Self, TypeVar, TypeVarTuple, cast
+from typing import Any, ClassVar, Literal, Self, TypeVar, TypeVarTuple, cast, final
 
 import anyio
 import anyio.to_thread
@@ -27,6 +27,7 @@ from .._scope import FeatureScope
 __all__ = [
     "AsyncSqliteStore",
     "PathAndNamespace",
+    "PointAt",
     "connect",
     "open_shelf",
     "scope_database",
@@ -98,6 +99,48 @@ def open_shelf(path: str) -> shelve.Shelf[Any]:
     """A :class:`shelve.Shelf` over a :mod:`dbm.dumb` database, created if absent."""
     # typeshed types dbm.dumb's keys as str | bytes and Shelf's as bytes; it takes both.
     return shelve.Shelf(cast("MutableMapping[bytes, bytes]", dbm.dumb.open(path, "c")))
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@final
+class PointAt:
+    """
+    A context manager that points the failure raised inside it at a page of the docs.
+
+    An :exc:`AssertionError` gets `` (see <where>)`` at the end of its first line,
+    which every report shows; any other exception gets the pointer as a note. The
+    error keeps its type and its traceback, so a report still names the line of
+    the case that failed. Cancellation, and any other exception that is not an
+    :exc:`Exception`, passes untouched.
+
+    :param where: the page and anchor, ``docs/profile-mapping.md#failure-modes``.
+    """
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> Literal[False]:
+        pointer = f"see {self.where}"
+        if isinstance(error, AssertionError):
+            message = str(error)
+            if pointer not in message:
+                first, newline, rest = message.partition("\n")
+                error.args = (f"{first} ({pointer}){newline}{rest}" if first else pointer,)
+        elif isinstance(error, Exception) and pointer not in getattr(error, "__notes__", ()):
+            error.add_note(pointer)
+        return False
 
 
 # --------------------------------------------------------------------------- SQLite
