@@ -6,6 +6,7 @@ database lives, and the SQLite plumbing of the stores.
 from __future__ import annotations
 
 import dbm.dumb
+import errno
 import functools
 import os
 import shelve
@@ -16,6 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self, TypeVar, TypeVarTuple, cast, final
 
@@ -26,6 +28,7 @@ from .._scope import FeatureScope
 
 __all__ = [
     "AsyncSqliteStore",
+    "NamedError",
     "PathAndNamespace",
     "PointAt",
     "connect",
@@ -102,6 +105,43 @@ def open_shelf(path: str) -> shelve.Shelf[Any]:
 
 
 # --------------------------------------------------------------------------- failures
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NamedError:
+    """
+    An error a profile names, and the standard exceptions that mean the same thing.
+
+    A case that expects it accepts the profile's own class, or one of the standard
+    exceptions (for an :exc:`OSError`, with one of the ``errnos`` given), so that an
+    adapter over a library need not import conformkit to translate its errors.
+
+    :ivar own: the profile's class, which derives from the standard type that fits.
+    :ivar standard: the standard exceptions that mean the same, if any.
+    :ivar errnos: the ``errno`` values a standard :exc:`OSError` must carry, if any.
+    """
+
+    own: type[Exception]
+    standard: tuple[type[Exception], ...] = ()
+    errnos: tuple[int, ...] = ()
+
+    def matches(self, error: BaseException) -> bool:
+        """Whether ``error`` means this error."""
+        if isinstance(error, self.own):
+            return True
+        if not isinstance(error, self.standard):
+            return False
+        return not self.errnos or getattr(error, "errno", None) in self.errnos
+
+    def __str__(self) -> str:
+        if not self.standard:
+            return self.own.__name__
+        names = " or ".join(kind.__name__ for kind in self.standard)
+        if self.errnos:
+            codes = " or ".join(errno.errorcode.get(code, str(code)) for code in self.errnos)
+            names = f"{names} with errno {codes}"
+        return f"{self.own.__name__} (or {names})"
 
 
 @final

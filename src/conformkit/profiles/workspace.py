@@ -32,7 +32,6 @@ import re
 import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from functools import partial
 from typing import Final, Literal, Protocol, TypeAlias, final, get_args
 
@@ -48,6 +47,7 @@ from .._suite import ContractSuite
 from .._util import short_repr
 from ._support import (
     AsyncSqliteStore,
+    NamedError,
     PointAt,
     connect,
     scope_table,
@@ -257,39 +257,16 @@ _INVALID_PATHS: Final = (
 )
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    """An error the profile names, and the standard exception that means the same."""
-
-    name: str
-    standard: type[Exception]
-    errnos: tuple[int, ...] = ()  # for an OSError: the errno values that mean it
-
-    def matches(self, error: Exception) -> bool:
-        if not isinstance(error, self.standard):
-            return False
-        return not self.errnos or getattr(error, "errno", None) in self.errnos
-
-    @property
-    def described(self) -> str:
-        standard = self.standard.__name__
-        if self.errnos:
-            codes = " or ".join(errno.errorcode.get(code, str(code)) for code in self.errnos)
-            standard = f"{standard} with errno {codes}"
-        return f"{self.name} (or {standard})"
-
-
-_INVALID: Final = _Refusal("InvalidPath", ValueError)
-_NOT_FOUND: Final = _Refusal("NotFound", FileNotFoundError)
-_NOT_A_DIRECTORY: Final = _Refusal("NotADirectory", NotADirectoryError)
-_IS_A_DIRECTORY: Final = _Refusal("IsADirectory", IsADirectoryError)
+_INVALID: Final = NamedError(InvalidPath, (ValueError,))
+_NOT_FOUND: Final = NamedError(NotFound, (FileNotFoundError,))
+_NOT_A_DIRECTORY: Final = NamedError(NotADirectory, (NotADirectoryError,))
+_IS_A_DIRECTORY: Final = NamedError(IsADirectory, (IsADirectoryError,))
 # EEXIST: what rmdir() of a non-empty directory sets on some systems.
-_NOT_EMPTY: Final = _Refusal("DirectoryNotEmpty", OSError, (errno.ENOTEMPTY, errno.EEXIST))
+_NOT_EMPTY: Final = NamedError(DirectoryNotEmpty, (OSError,), (errno.ENOTEMPTY, errno.EEXIST))
 
 
 async def _raises(
-    expected: _Refusal, call: str, operation: Callable[[], Awaitable[object]]
+    expected: NamedError, call: str, operation: Callable[[], Awaitable[object]]
 ) -> Exception:
     """Await ``operation()`` and return the ``expected`` error it raises; fail otherwise."""
     try:
@@ -297,10 +274,8 @@ async def _raises(
     except Exception as exc:
         if expected.matches(exc):
             return exc
-        raise AssertionError(
-            f"expected {call} to raise {expected.described}, it raised {exc!r}"
-        ) from exc
-    raise AssertionError(f"expected {call} to raise {expected.described}, it returned {outcome!r}")
+        raise AssertionError(f"expected {call} to raise {expected}, it raised {exc!r}") from exc
+    raise AssertionError(f"expected {call} to raise {expected}, it returned {outcome!r}")
 
 
 async def _setup(api: WorkspaceAPI, paths: Iterable[str], owner: str) -> None:
