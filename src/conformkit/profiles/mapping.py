@@ -826,46 +826,58 @@ def _comparable(value: object) -> bool:
     return not isinstance(value, type(threading.Lock()) | BaseException)
 
 
-def _absent(api: MappingAPI, key: object) -> str | None:
+def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
     """
-    Say how a key is present after a write of it raised, or ``None`` if ``in``,
-    ``get`` and ``[]`` all find it absent (or refuse to look it up, as the write did).
+    Say how a key is present after a write of it raised, or ``None`` if ``in``, ``get``
+    and ``[]`` all find it absent. A key the store refused may also be refused by the
+    lookups, with any error, as the write refused it; a sample key may not.
     """
-    refusals = (TypeError, ValueError)
+    refusals: tuple[type[Exception], ...] = (Exception,) if refused_key else ()
     try:
         if key in api:
             return "key in mapping is True"
     except refusals:
         pass
+    except Exception as exc:
+        return f"key in mapping raises {error_line(exc)}"
     try:
         got = api.get(key, _DEFAULT) if hasattr(api, "get") else _DEFAULT
     except refusals:
         got = _DEFAULT
+    except Exception as exc:
+        return f"get() raises {error_line(exc)}"
     if got is not _DEFAULT:
         return f"get() returns {short_repr(got)}"
     try:
         got = api[key]
-    except (KeyError, *refusals):
+    except KeyError:
         return None
+    except refusals:
+        return None
+    except Exception as exc:
+        return f"mapping[key] raises {error_line(exc)}, not KeyError"
     return f"mapping[key] returns {short_repr(got)}"
 
 
-def _written_back(api: MappingAPI, key: object, value: object, what: str) -> None:
+def _keys_shown(api: MappingAPI) -> list[str]:
+    """The keys iteration gives, as sorted reprs: comparable whatever the keys are."""
+    return sorted(map(repr, api))
+
+
+def _written_back(api: MappingAPI, key: object, value: object, doing: str) -> None:
     """After a write that succeeded, the value must read back: the store could hold it."""
     try:
         got = api[key]
     except Exception as exc:
         raise AssertionError(
-            f"writing {what} ({short_repr(value)}) under {short_repr(key)} succeeded, but "
-            f"reading it back raised {error_line(exc)}: a store that cannot hold it must raise "
-            f"at the write"
+            f"{doing} succeeded, but reading it back raised {error_line(exc)}: a store that "
+            f"cannot hold it must raise at the write"
         ) from exc
     same = strictly_equal(value, got) if _comparable(value) else type(got) is type(value)
     if not same:
         raise AssertionError(
-            f"writing {what} ({short_repr(value)}) under {short_repr(key)} succeeded, but it "
-            f"reads back as {short_repr(got)}: a store that cannot hold it must raise at the "
-            f"write"
+            f"{doing} succeeded, but it reads back as {short_repr(got)}: a store that cannot "
+            f"hold it must raise at the write"
         )
 
 
@@ -890,35 +902,36 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
         _put(api, kept_key, kept)
         fresh = iter(range(10, 10**6))
         for what, key in _awkward_keys():
-            before = Counter(api)
+            before = _keys_shown(api)
             try:
                 api[key] = samples.value(1)
             except Exception:
-                trace = _absent(api, key)
-                after = Counter(api)
+                trace = _absent(api, key, refused_key=True)
+                after = _keys_shown(api)
                 if trace is not None or after != before:
-                    change = trace or f"the keys went from {short_repr(list(before))} to " + (
-                        short_repr(list(after))
+                    change = trace or (
+                        f"the keys went from {', '.join(before)} to {', '.join(after)}"
                     )
                     raise AssertionError(
                         f"writing under {what} raised, as it may, but left a trace: {change}; "
                         f"a write that raises must leave the mapping as it was"
                     ) from None
                 continue
-            _written_back(api, key, samples.value(1), f"under {what}")
+            doing = f"writing {short_repr(samples.value(1))} under {what} ({short_repr(key)})"
+            _written_back(api, key, samples.value(1), doing)
         for what, value in _awkward_values():
             key = samples.key(next(fresh))
             try:
                 api[key] = value
             except Exception:
-                trace = _absent(api, key)
+                trace = _absent(api, key, refused_key=False)
                 if trace is not None:
                     raise AssertionError(
                         f"writing {what} under {short_repr(key)} raised, as it may, but left a "
                         f"trace: {trace}; a write that raises must leave the mapping as it was"
                     ) from None
             else:
-                _written_back(api, key, value, what)
+                _written_back(api, key, value, f"writing {what} under {short_repr(key)}")
             try:
                 api[kept_key] = value
             except Exception:
@@ -930,13 +943,14 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
                         f"old value"
                     ) from None
             else:
-                _written_back(api, kept_key, value, f"{what}, over {short_repr(kept)},")
+                doing = f"writing {what} over {short_repr(kept)} under {short_repr(kept_key)}"
+                _written_back(api, kept_key, value, doing)
                 _put(api, kept_key, kept)
         later_key, later = samples.key(next(fresh)), samples.value(2)
         later_calls: list[tuple[str, Callable[[], object]]] = [
             ("len(mapping)", lambda: len(api)),
             ("list(mapping)", lambda: list(api)),
-            ("reading every key iterated", lambda: [api[key] for key in list(api)]),
+            ("copying it, {key: mapping[key] for key in mapping},", lambda: _copied(api)),
             (
                 f"writing {short_repr(later)} under {short_repr(later_key)}",
                 lambda: _set(api, later_key, later),
@@ -961,6 +975,10 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
 
 def _set(api: MappingAPI, key: object, value: object) -> None:
     api[key] = value
+
+
+def _copied(api: MappingAPI) -> dict[Any, Any]:
+    return {key: api[key] for key in list(api)}
 
 
 def _held(api: MappingAPI, key: object) -> object:
