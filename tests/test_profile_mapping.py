@@ -828,6 +828,7 @@ class TestSampleDomains:
         """Equal samples, unhashable keys and a wrong attribute are refused, saying why."""
         with pytest.raises(ValueError, match=r"key\(0\) and key\(2\) are equal, 'k0'"):
             mapping.MappingSamples(key=lambda n: f"k{n % 2}", value=str, large_value="")
+
         def unhashable(n: int) -> Any:
             return [n]
 
