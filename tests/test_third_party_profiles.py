@@ -4,8 +4,8 @@ The bundled profiles against real third-party stores, through adapters that only
 Each library is run as a user would run it, and each verdict is checked against the
 library's behaviour seen directly: every case that fails has a test here that shows the
 library doing what the case catches, without conformkit. The adapters are the recipes
-of docs/profile-mapping.md and docs/profile-workspace.md: they translate calls and errors,
-and never sort, copy or validate.
+of docs/profile-mapping.md, docs/profile-workspace.md and docs/profile-session-events.md:
+they translate calls and errors, and never sort, copy or validate.
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ import diskcache  # type: ignore[import-untyped]
 import fsspec  # type: ignore[import-untyped]
 import pytest
 import zict
+from eventsourcing.persistence import JSONTranscoder, TranscodingNotRegisteredError, UUIDAsHex
 from fsspec.implementations.dirfs import DirFileSystem  # type: ignore[import-untyped]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 from fsspec.implementations.memory import MemoryFileSystem  # type: ignore[import-untyped]
 
 import conformkit as ck
-from conformkit.profiles import durable_mapping, mapping, workspace
+from conformkit.profiles import durable_mapping, mapping, session_events, workspace
 from conformkit.profiles.mapping import BYTES_SAMPLES, BYTES_VALUE_SAMPLES
+from conformkit.profiles.session_events import JSON, Event, MemorySessionEvents, SessionRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -583,3 +585,86 @@ class TestFsspecWorkspaces:
         fs.pipe_file(str(tmp_path / "f.txt"), b"f")
         with pytest.raises(NotADirectoryError):
             fs.ls(str(tmp_path / "f.txt" / "beneath"))
+
+
+# --------------------------------------------------------------------------- session events
+
+
+class TranscodedSessionEvents(MemorySessionEvents):
+    """
+    Keeps metadata and payloads as the bytes of eventsourcing's JSONTranscoder, the state
+    its recorders store, with UUIDs registered as an eventsourcing application does.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transcoder = JSONTranscoder()
+        self.transcoder.register(UUIDAsHex())
+
+    def state(self, value: JSON) -> dict[str, JSON]:
+        return {"state": self.transcoder.encode(value).decode("utf-8")}
+
+    def value(self, state: JSON) -> Any:
+        assert isinstance(state, dict)
+        return self.transcoder.decode(str(state["state"]).encode("utf-8"))
+
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        await super().create_session(session_id, metadata=self.state(metadata), parent_id=parent_id)
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        record = await super().load_session(session_id)
+        if record is None:
+            return None
+        return SessionRecord(record.session_id, self.value(record.metadata), record.parent_id)
+
+    async def append(self, session_id: str, event: Event) -> bool:
+        stored = Event(event.event_id, event.sequence, self.state(event.payload))
+        return await super().append(session_id, stored)
+
+    async def replay(self, session_id: str) -> list[Event]:
+        return [
+            Event(event.event_id, event.sequence, self.value(event.payload))
+            for event in await super().replay(session_id)
+        ]
+
+
+class Transcoded(
+    ck.FeatureImplementation[session_events.SessionEventsAPI, session_events.SessionEventsCase]
+):
+    feature = session_events.feature
+    coverage = session_events.feature.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> session_events.SessionEventsAPI:
+        return TranscodedSessionEvents()
+
+
+class TestEventsourcingTranscoder:
+    """eventsourcing's JSONTranscoder: the verdicts, and what each failure shows."""
+
+    async def test_fails_the_json_cases(self) -> None:
+        """Plain JSON does not come back as sent, and values JSON cannot hold are taken."""
+        report = await ck.run_contract(Transcoded(), session_events.suite)
+        assert failed(report) == {"json_round_trips_strictly", "non_json_rejected"}, report
+
+    def test_a_tag_shaped_dict_comes_back_as_an_object(self) -> None:
+        """json_round_trips_strictly: {"_type_": "uuid_hex", "_data_": ...} decodes to a UUID."""
+        transcoder = JSONTranscoder()
+        transcoder.register(UUIDAsHex())
+        data = transcoder.encode({"_type_": "uuid_hex", "_data_": "0" * 32})
+        assert type(transcoder.decode(data)) is uuid.UUID
+        unknown = transcoder.encode({"_type_": "no_such_type", "_data_": "x"})
+        with pytest.raises(TranscodingNotRegisteredError):  # every later replay raises
+            transcoder.decode(unknown)
+
+    def test_a_lone_surrogate_cannot_be_encoded(self) -> None:
+        """json_round_trips_strictly: a str JSON holds, refused as UTF-8."""
+        with pytest.raises(UnicodeEncodeError):
+            JSONTranscoder().encode("high \ud800")
+
+    def test_a_tuple_and_nan_are_taken(self) -> None:
+        """non_json_rejected: a tuple becomes a list, and NaN is written as NaN."""
+        transcoder = JSONTranscoder()
+        assert transcoder.decode(transcoder.encode((1, 2))) == [1, 2]
+        assert transcoder.encode({"x": math.nan}) == b'{"x":NaN}'
