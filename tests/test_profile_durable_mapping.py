@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import tempfile
 import typing
+from collections import UserDict
 from collections.abc import MutableMapping
 from contextlib import closing
 from pathlib import Path
@@ -26,6 +27,7 @@ from conformkit.profiles.durable_mapping import (
     ShelveMappingStoreImplementation,
     SqliteMappingStoreImplementation,
 )
+from conformkit.profiles.mapping import BYTES_VALUE_SAMPLES, MappingSamples
 
 ALL_CASES = frozenset(durable_mapping.feature.cases)
 
@@ -89,6 +91,38 @@ class ShelvesNeverClosed:
             shelf.close()
 
 
+class BytesStore(MemoryMappingStore):
+    """
+    A correct store whose mappings hold bytes values only and give them back as bytearray,
+    as zict.File does; it declares its samples.
+    """
+
+    conformkit_samples: MappingSamples | None = BYTES_VALUE_SAMPLES
+
+    def open(self) -> MutableMapping[Any, Any]:
+        mapping = BytesOnly()
+        mapping.data.update(self.saved)
+        return mapping
+
+
+class UndeclaredBytesStore(BytesStore):
+    """The same store, which does not say that it holds bytes only."""
+
+    conformkit_samples = None
+
+
+class BytesOnly(UserDict[Any, Any]):
+    """A dict of bytes values, read back as bytearray."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if not isinstance(value, bytes | bytearray):
+            raise TypeError(f"a bytes-like value is required, not {type(value).__name__}")
+        super().__setitem__(key, bytes(value))
+
+    def __getitem__(self, key: Any) -> Any:
+        return bytearray(super().__getitem__(key))
+
+
 class OverMemory(MemoryMappingStoreImplementation):
     """The reference, with a broken store in place of MemoryMappingStore."""
 
@@ -127,6 +161,11 @@ DEFECTS = [
     pytest.param(
         ShelveNeverClosed(), {"overwrite_durable_across_reopen"}, id="shelves-never-closed"
     ),
+]
+
+BYTES_ONLY = [
+    pytest.param(OverMemory(BytesStore), set(), id="bytes-store-declared"),
+    pytest.param(OverMemory(UndeclaredBytesStore), set(ALL_CASES), id="bytes-store-undeclared"),
 ]
 
 
@@ -207,13 +246,14 @@ class TestDefects:
         """A failed case's reason tells the story, then what was found against what was expected."""
         report = ck.run_contract_sync(OverMemory(IgnoresDeletes), durable_mapping.suite)
         assert (
-            "after writing 'gone' and 'kept', closing, reopening and deleting 'gone', closing and "
-            "reopening: 'gone' is there, holding 'deleted later', but should not be"
+            "after writing 'key-0' and 'key-1', closing, reopening and deleting 'key-0', closing "
+            "and reopening: 'key-0' is there, but should not be "
+            "(see docs/profile-mapping.md#durable-mapping-failure-modes)"
         ) in (report["delete_durable_across_reopen"].reason or "")
         report = ck.run_contract_sync(OverMemory(SavesNothing), durable_mapping.suite)
         assert (
-            "after writing 'gone' and 'kept', closing and reopening: 'gone' is missing; "
-            "'kept' is missing"
+            "AssertionError: blocked: after writing 'key-0' and 'key-1', closing and reopening: "
+            "'key-0' is missing; 'key-1' is missing; durable_across_reopen owns that"
         ) in (report["delete_durable_across_reopen"].reason or "")
 
     def test_long_values_are_shortened_in_failures(self) -> None:
@@ -221,8 +261,8 @@ class TestDefects:
         report = ck.run_contract_sync(OverMemory(LosesOverwrites), durable_mapping.suite)
         error = report["overwrite_durable_across_reopen"].error
         message = str(error)
-        assert "'key' reads back 'first', expected 'a value too large for" in message
-        assert "... the place of the first one '" in message
+        assert "'key-0' reads back 'a value', expected 'a much longer value a much" in message
+        assert "...r value a much longer value '" in message
         assert len(message) < 400
 
 
@@ -246,3 +286,22 @@ class TestFileStores:
             left_open["key"] = "value"
         with pytest.raises(sqlite3.ProgrammingError):
             len(left_open)
+
+
+class TestSampleDomains:
+    """A store that holds only bytes declares it, and is then judged on its durability alone."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("implementation", "expected"), BYTES_ONLY)
+    async def test_a_bytes_store_fails_only_what_it_lacks(
+        self,
+        implementation: ck.FeatureImplementation[MappingStore, DurableMappingCase],
+        expected: set[str],
+    ) -> None:
+        """Declared, a durable bytes store passes; undeclared, every case is blocked."""
+        report = await ck.run_contract(implementation, durable_mapping.suite)
+        assert failed(report) == expected, report
+        for case in expected:
+            reason = report[case].reason or ""
+            assert ": AssertionError: blocked: writing the sample value 'a value'" in reason
+            assert "the mapping profile's read_your_writes owns that" in reason

@@ -283,6 +283,140 @@ class ThreadConfined(Wrapper):
         return key
 
 
+class BytesValues(Wrapper):
+    """Holds bytes values only, as a store of files does, and declares it."""
+
+    conformkit_samples: mapping.MappingSamples | None = mapping.BYTES_VALUE_SAMPLES
+
+    def store_value(self, value: Any) -> Any:
+        if not isinstance(value, bytes):
+            raise TypeError(f"a bytes value is required, not {type(value).__name__}")
+        return value
+
+
+class UndeclaredBytesValues(BytesValues):
+    """The same store, which does not say that it holds bytes only."""
+
+    conformkit_samples = None
+
+
+class BytesKeysBack(Wrapper):
+    """Takes str or bytes keys and values and gives both back as bytes, as dbm.dumb does."""
+
+    conformkit_samples: mapping.MappingSamples | None = mapping.BYTES_SAMPLES
+
+    @staticmethod
+    def as_bytes(item: Any, what: str) -> bytes:
+        if isinstance(item, str):
+            return item.encode()
+        if isinstance(item, bytes):
+            return item
+        raise TypeError(f"{what} must be bytes or strings")
+
+    def store_key(self, key: Any) -> Any:
+        return self.as_bytes(key, "keys")
+
+    def store_value(self, value: Any) -> Any:
+        return self.as_bytes(value, "values")
+
+
+class UndeclaredBytesKeysBack(BytesKeysBack):
+    """The same store, which does not say that it gives bytes back."""
+
+    conformkit_samples = None
+
+
+class FalsyAsEmpty(BytesValues):
+    """A bytes store that writes any falsy value as b'', as fsspec's FSMap over memory does."""
+
+    def store_value(self, value: Any) -> Any:
+        if not isinstance(value, bytes) and not value:
+            return b""
+        return super().store_value(value)
+
+
+class NoViews:
+    """
+    Reads, writes, deletes, iterates, counts, and has get(), pop() and clear(), as
+    diskcache.Cache does; but no keys(), values(), items(), popitem(), setdefault() or
+    update(), and it is not a MutableMapping.
+    """
+
+    def __init__(self) -> None:
+        self.data: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.data[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self.data[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return self.data.pop(key, *default)
+
+    def clear(self) -> None:
+        self.data.clear()
+
+
+class NoViewsNorGet(NoViews):
+    """The same, without get() either."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "get":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'get'")
+        return super().__getattribute__(name)
+
+
+class KeepsRefusedWrites(Wrapper):
+    """
+    Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
+    keeps the refused value, which reads back, as shelve(writeback=True) does.
+    """
+
+    def __init__(self, inner: MutableMapping[Any, Any]) -> None:
+        super().__init__(inner)
+        self.cache: dict[Any, Any] = {}
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.cache[key] = value
+        self.inner[key] = pickle.dumps(value)
+
+    def __getitem__(self, key: Any) -> Any:
+        if key in self.cache:
+            return self.cache[key]
+        return pickle.loads(self.inner[key])
+
+    def __delitem__(self, key: Any) -> None:
+        self.cache.pop(key, None)
+        del self.inner[key]
+
+
+class DeletesOnRefusedOverwrite(CheckedPickles):
+    """Loses the old value when it refuses an overwrite, as zict.File does."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        try:
+            super().__setitem__(key, value)
+        except Exception:
+            self.inner.pop(self.store_key(key), None)
+            raise
+
+
 class OverDict(DictMappingImplementation):
     """The reference's dict, given to a defective mapping."""
 
@@ -324,7 +458,7 @@ DEFECTS = [
     pytest.param(OverDict(NotAMutableMapping), {"is_mutable_mapping"}, id="not-a-mutable-mapping"),
     pytest.param(
         OverDict(over_dict(LengthCountsRecords)),
-        {"overwrite_keeps_length", "key_equality_follows_python"},
+        {"overwrite_keeps_length"},
         id="length-counts-records",
     ),
     pytest.param(
@@ -367,6 +501,63 @@ DEFECTS = [
     ),
     pytest.param(
         OverDict(over_dict(ThreadConfined)), {"shared_handle_is_thread_safe"}, id="thread-confined"
+    ),
+]
+
+
+TYPE_CASES = frozenset(
+    {
+        "stored_value_is_a_copy",
+        "returned_value_is_a_copy",
+        "non_str_keys_round_trip",
+        "key_equality_follows_python",
+        "none_value_round_trips",
+        "errors_surface_at_the_failing_call",
+    }
+)
+
+BYTES_ONLY = [
+    pytest.param(
+        OverDictClaimingCopies(over_dict(BytesValues)),
+        {"stored_value_is_a_copy", "returned_value_is_a_copy", "none_value_round_trips"},
+        id="bytes-values-declared",
+    ),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(BytesKeysBack)),
+        TYPE_CASES,
+        id="bytes-keys-and-values-declared",
+    ),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(FalsyAsEmpty)),
+        {
+            "stored_value_is_a_copy",
+            "returned_value_is_a_copy",
+            "none_value_round_trips",
+            "errors_surface_at_the_failing_call",
+        },
+        id="falsy-values-as-empty-bytes",
+    ),
+]
+
+MISSING_METHOD = [
+    pytest.param(OverDict(NoViews), {"is_mutable_mapping"}, id="no-views"),
+    pytest.param(
+        OverDict(NoViewsNorGet),
+        {"is_mutable_mapping", "missing_key_raises_key_error", "none_value_round_trips"},
+        id="no-views-nor-get",
+    ),
+]
+
+REFUSED_WRITE = [
+    pytest.param(
+        OverDict(over_dict(KeepsRefusedWrites)),
+        {"errors_surface_at_the_failing_call"},
+        id="keeps-refused-writes",
+    ),
+    pytest.param(
+        OverDictClaimingCopies(over_dict(DeletesOnRefusedOverwrite)),
+        {"errors_surface_at_the_failing_call"},
+        id="deletes-on-refused-overwrite",
     ),
 ]
 
@@ -474,9 +665,10 @@ class TestDefects:
     def test_failures_say_what_was_expected_and_what_happened(self) -> None:
         """A failed case's reason names the expectation and the observed behaviour."""
         report = ck.run_contract_sync(OverDict(MovesKeyOnOverwrite), mapping.suite)
-        assert "expected the keys to keep their places, ['a', 'b', 'c'], got ['c', 'a', 'b']" in (
-            report["overwrite_keeps_position"].reason or ""
-        )
+        assert (
+            "expected the keys to keep their places, ['key-0', 'key-1', 'key-2'], "
+            "got ['key-2', 'key-0', 'key-1'] (see docs/profile-mapping.md#failure-modes)"
+        ) in (report["overwrite_keeps_position"].reason or "")
         report = ck.run_contract_sync(
             OverDictClaimingCopies(over_dict(UncheckedPickles)), mapping.suite
         )
@@ -566,3 +758,143 @@ class TestSqliteMapping:
         with pytest.raises(ValueError, match="plain SQL identifier"):
             SqliteMapping(tmp_path / "db", table='x"; DROP TABLE y; --')
         assert not (tmp_path / "db").exists()
+
+
+def passed(report: ck.ContractReport) -> set[str]:
+    return with_status(report, ck.CaseStatus.PASSED)
+
+
+def reason(report: ck.ContractReport, case_id: str) -> str:
+    return report[case_id].reason or ""
+
+
+class TestSampleDomains:
+    """A mapping that holds only some types declares them; cases not about types keep to them."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("implementation", "expected"), BYTES_ONLY)
+    async def test_a_bytes_store_fails_exactly_the_cases_it_lacks(
+        self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
+    ) -> None:
+        """Declared bytes-only, a store fails only the cases about the types it cannot hold."""
+        report = await ck.run_contract(implementation, mapping.suite)
+        assert failed(report) == expected, report
+        assert passed(report) == ALL_CASES - expected
+
+    @pytest.mark.anyio
+    async def test_an_undeclared_bytes_store_is_blocked_and_says_where_to_look(self) -> None:
+        """Without a declaration, each case that writes a refused sample is blocked."""
+        implementation = OverDictClaimingCopies(over_dict(UndeclaredBytesValues))
+        report = await ck.run_contract(implementation, mapping.suite)
+        assert failed(report) == ALL_CASES
+        blocked = {
+            case for case in ALL_CASES if ": AssertionError: blocked: " in reason(report, case)
+        }
+        assert blocked == ALL_CASES - {"read_your_writes"}
+        for case in blocked:
+            assert "read_your_writes owns whether the mapping holds its samples" in reason(
+                report, case
+            )
+        assert "declares the keys and values it holds as conformkit_samples" in reason(
+            report, "read_your_writes"
+        )
+
+    def test_messages_compare_like_with_like(self) -> None:
+        """A store that gives str back as bytes is blocked; no message claims a change."""
+        report = ck.run_contract_sync(OverDict(over_dict(UndeclaredBytesKeysBack)), mapping.suite)
+        text = reason(report, "delete_missing_raises_key_error")
+        assert text.startswith(
+            "case 'delete_missing_raises_key_error' failed: AssertionError: blocked: wrote the "
+            "sample value 'a value' under 'key-0', read back b'a value'; read_your_writes owns"
+        )
+        assert "changed" not in text
+        assert (
+            "writing the sample value 42 under 'key-1' raised TypeError: values must be bytes or "
+            "strings; a mapping holds every value of its sample domain"
+        ) in reason(report, "read_your_writes")
+
+    def test_default_and_declared_samples(self) -> None:
+        """A dict gets the rich domain; a declared domain is what samples_of() gives."""
+        assert mapping.samples_of({}) is mapping.RICH_SAMPLES
+        assert mapping.samples_of(BytesValues({})) is mapping.BYTES_VALUE_SAMPLES
+        assert mapping.samples_of(BytesKeysBack({})) is mapping.BYTES_SAMPLES
+        rich = mapping.RICH_SAMPLES
+        assert [type(rich.value(n)) for n in range(7)] == [
+            str, int, float, bytes, tuple, dict, str,
+        ]  # fmt: skip
+        assert [mapping.BYTES_SAMPLES.key(n) for n in range(2)] == [b"key-0", b"key-1"]
+
+    def test_a_declaration_is_checked(self) -> None:
+        """Equal samples, unhashable keys and a wrong attribute are refused, saying why."""
+        with pytest.raises(ValueError, match=r"key\(0\) and key\(2\) are equal, 'k0'"):
+            mapping.MappingSamples(key=lambda n: f"k{n % 2}", value=str, large_value="")
+
+        def unhashable(n: int) -> Any:
+            return [n]
+
+        with pytest.raises(TypeError, match="unhashable"):
+            mapping.MappingSamples(key=unhashable, value=str, large_value="")
+
+        class Misdeclared(dict[Any, Any]):
+            conformkit_samples = "bytes"
+
+        with pytest.raises(TypeError, match="conformkit_samples must be a MappingSamples"):
+            mapping.samples_of(Misdeclared())
+        report = ck.run_contract_sync(OverDict(Misdeclared), mapping.suite)
+        assert failed(report) == ALL_CASES - COPY_CASES
+        assert "Misdeclared.conformkit_samples must be a MappingSamples, got 'bytes'" in reason(
+            report, "clear_empties"
+        )
+        assert reason(report, "clear_empties").startswith(
+            "case 'clear_empties' failed: AssertionError: blocked: "
+        )
+
+
+class TestCascades:
+    """A defect fails the case that owns it; a case that cannot get that far says so."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("implementation", "expected"), MISSING_METHOD)
+    async def test_a_missing_method_fails_where_it_is_owned(
+        self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
+    ) -> None:
+        """Without views, only is_mutable_mapping fails; a case needing get() is blocked."""
+        report = await ck.run_contract(implementation, mapping.suite)
+        assert failed(report) == expected, report
+        for case in expected - {"is_mutable_mapping"}:
+            assert "blocked: the mapping, a NoViewsNorGet, has no get() method; " in reason(
+                report, case
+            )
+            assert "is_mutable_mapping owns" in reason(report, case)
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("implementation", "expected"), REFUSED_WRITE)
+    async def test_a_refused_write_is_checked_in_full(
+        self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
+    ) -> None:
+        """A write that raises but leaves its value, or loses the old one, is caught."""
+        report = await ck.run_contract(implementation, mapping.suite)
+        assert failed(report) == expected, report
+
+    def test_a_refused_write_says_what_it_left(self) -> None:
+        """The reasons name the trace a refused write left, and the value an overwrite lost."""
+        report = ck.run_contract_sync(OverDict(over_dict(KeepsRefusedWrites)), mapping.suite)
+        text = reason(report, "errors_surface_at_the_failing_call")
+        assert "writing a value that cannot be pickled (a lock) under 'key-10' raised" in text
+        assert "left a trace: key in mapping is True" in text
+        report = ck.run_contract_sync(
+            OverDictClaimingCopies(over_dict(DeletesOnRefusedOverwrite)), mapping.suite
+        )
+        text = reason(report, "errors_surface_at_the_failing_call")
+        assert "overwriting 'key-0', which held 'a value', with a value that cannot" in text
+        assert (
+            "'key-0' is no longer in the mapping: a refused overwrite keeps the old value" in text
+        )
+
+    def test_every_failure_points_at_the_failure_modes(self) -> None:
+        """Each failed case's reason names the page section that explains it."""
+        report = ck.run_contract_sync(
+            OverDictClaimingCopies(over_dict(UndeclaredBytesValues)), mapping.suite
+        )
+        for result in report.results:
+            assert "see docs/profile-mapping.md#failure-modes" in (result.reason or "")

@@ -106,13 +106,23 @@ class VersionFromZero(Wrapper):
 
 
 class UnknownRunAsKeyError(Wrapper):
-    """Raises KeyError, not UnknownRun, for a run that does not exist."""
+    """Raises KeyError, the standard LookupError, for a run that does not exist: correct."""
 
     async def get(self, run_id: str) -> Run:
         try:
             return await self.inner.get(run_id)
         except UnknownRun:
             raise KeyError(run_id) from None
+
+
+class UnknownRunAsValueError(Wrapper):
+    """Raises ValueError, which does not mean 'not found', for a run that does not exist."""
+
+    async def get(self, run_id: str) -> Run:
+        try:
+            return await self.inner.get(run_id)
+        except UnknownRun:
+            raise ValueError(run_id) from None
 
 
 class ReturnsRunBeforeUpdate(Wrapper):
@@ -349,7 +359,8 @@ class Defect:
 
 DEFECTS = {
     "version_from_zero": Defect(VersionFromZero, frozenset({"create_then_get"})),
-    "unknown_run_as_key_error": Defect(UnknownRunAsKeyError, frozenset({"unknown_run"})),
+    "unknown_run_as_key_error": Defect(UnknownRunAsKeyError, frozenset()),
+    "unknown_run_as_value_error": Defect(UnknownRunAsValueError, frozenset({"unknown_run"})),
     "returns_run_before_update": Defect(
         ReturnsRunBeforeUpdate, frozenset({"update_bumps_version"})
     ),
@@ -368,7 +379,7 @@ DEFECTS = {
         CheckThenSetSqliteClaim, frozenset({"claim_single_owner"}), on_sqlite=True
     ),
     "claims_keyed_by_step": Defect(ClaimsKeyedByStep, frozenset({"claims_are_per_step"})),
-    "drops_error": Defect(DropsError, frozenset({"fidelity[error]"})),
+    "drops_error": Defect(DropsError, frozenset({"update_bumps_version", "fidelity[error]"})),
     "result_ints_as_floats": Defect(ResultIntsAsFloats, frozenset({"fidelity[result]"})),
     "aliasing_cache": Defect(
         AliasingCache,
@@ -414,11 +425,12 @@ class TestBundledImplementations:
         kinds = [type(implementation) for implementation in run_store.implementations]
         assert kinds == [MemoryRunStoreImplementation, SqliteRunStoreImplementation]
 
-    def test_claims_come_from_the_declared_persisted_fields(self) -> None:
-        """Each implementation claims fidelity of exactly the fields its store persists."""
-        assert MemoryRunStoreImplementation.claims == {"fidelity": MemoryRunStore.persisted_fields}
-        assert SqliteRunStoreImplementation.claims == {"fidelity": SqliteRunStore.persisted_fields}
+    def test_no_implementation_needs_claims(self) -> None:
+        """The bundled implementations claim nothing: the stores' declarations decide."""
+        assert MemoryRunStoreImplementation.claims is None
+        assert SqliteRunStoreImplementation.claims is None
         assert MemoryRunStore.persisted_fields == frozenset(FIELDS)
+        assert SqliteRunStore.persisted_fields == frozenset(FIELDS)
 
     def test_the_feature_says_what_it_does_not_establish(self) -> None:
         """The feature disclaims cross-host safety, in words."""
@@ -439,8 +451,9 @@ class TestBrokenStores:
         assert failed(report) == defect.fails, str(report)
         passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
         assert passed == set(case_ids(report)) - defect.fails
-        with pytest.raises(ck.ContractFailure):  # the gate catches every defect
-            ck.assert_contract(report)
+        if defect.fails:
+            with pytest.raises(ck.ContractFailure):  # the gate catches every defect
+                ck.assert_contract(report)
 
     def test_a_race_failure_says_what_each_call_did(self) -> None:
         """claim_single_owner's reason names the law and the calls that won."""
@@ -458,14 +471,92 @@ class TestBrokenStores:
         assert "first difference at ['rows']: type int vs float" in str(error)
 
 
-class TestFewerFields:
-    """The fidelity family follows the fields a store persists."""
+class DropsLabels(Rewrites):
+    """Declares every field, but labels always read back empty: it has no column for them."""
 
-    def test_a_store_persisting_fewer_fields_gets_fewer_cases(self) -> None:
-        """Claiming two fields yields two fidelity cases; the rest is no gap."""
+    def rewrite(self, fields: dict[str, object]) -> dict[str, object]:
+        return {**fields, "labels": {}}
+
+
+class DeclaresNothing(Wrapper):
+    """A correct store that keeps no field at all, and says so."""
+
+    @property
+    def persisted_fields(self) -> frozenset[str]:
+        return frozenset()
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        return Run(run.run_id, run.version, {})
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        for name in changes:
+            raise ValueError(f"cannot set {name!r}: this store keeps no field")
+        await self.inner.update(run_id, {}, expected_version=expected_version)
+        return await self.get(run_id)
+
+
+class ClaimsAllButLabels(ck.FeatureImplementation[RunStore, RunStoreCase]):
+    """Claims the fidelity of every field but labels, which its store declares and drops."""
+
+    feature = run_store.feature
+    claims = {"fidelity": [name for name in FIELDS if name != "labels"]}
+    coverage = run_store.feature.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> RunStore:
+        return DropsLabels(MemoryRunStore())
+
+
+class Unclaimed(ck.FeatureImplementation[RunStore, RunStoreCase]):
+    """Claims nothing: the store's persisted_fields alone say what is kept."""
+
+    feature = run_store.feature
+    coverage = run_store.feature.coverage()
+
+    def __init__(self, wrapper: Callable[[RunStore], RunStore]) -> None:
+        self.wrapper = wrapper
+
+    def create(self, scope: ck.FeatureScope) -> RunStore:
+        return self.wrapper(MemoryRunStore())
+
+
+class TestDeclaredFields:
+    """The store's persisted_fields decide what is checked; claims can neither hide nor add."""
+
+    def test_a_store_persisting_fewer_fields_needs_no_claims(self) -> None:
+        """Declaring two fields, without claims, passes; the other fields have nothing to keep."""
+        report = ck.run_contract_sync(Unclaimed(StatusOnly), run_store.suite)
+        ck.assert_contract(report, require_full=True)
+
+    def test_claiming_fewer_fields_still_gets_the_claimed_cases_only(self) -> None:
+        """Claims still narrow the family, as the core allows: two fields, two cases."""
         report = ck.run_contract_sync(StatusOnlyImplementation(), run_store.suite)
         assert case_ids(report) == [*PLAIN_CASES, "fidelity[params]", "fidelity[status]"]
         ck.assert_contract(report, require_full=True)
+
+    def test_a_store_declaring_nothing_fails_nothing(self) -> None:
+        """A store that keeps no field passes, without claims, and its runs have no field."""
+        report = ck.run_contract_sync(Unclaimed(DeclaresNothing), run_store.suite)
+        assert failed(report) == set()
+        ck.assert_contract(report, require_full=True)
+
+    def test_a_dropped_field_is_caught_whatever_the_claims(self) -> None:
+        """A declared field the store drops fails update_bumps_version though left unclaimed."""
+        report = ck.run_contract_sync(ClaimsAllButLabels(), run_store.suite)
+        assert "fidelity[labels]" not in case_ids(report)
+        assert failed(report) == {"update_bumps_version"}
+        reason = report["update_bumps_version"].reason or ""
+        assert "'labels': {'writer': '1'}" in reason
+        assert "(see docs/profile-run-store.md#failure-modes)" in reason
+
+    def test_a_fidelity_case_that_cannot_start_is_blocked(self) -> None:
+        """A field that takes no update at all blocks its fidelity case, naming the owner."""
+        report = ck.run_contract_sync(Wrapped(DropsError, on_sqlite=False), run_store.suite)
+        assert (report["fidelity[error]"].reason or "").startswith(
+            "case 'fidelity[error]' failed: AssertionError: blocked: update('run-1', "
+            "{'error': 'writer 0 failed'}) reads back with error None; update_bumps_version "
+            "owns that"
+        )
 
 
 class ConnectionLog:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import datetime
 import json
 import re
 import sqlite3
 import threading
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from conformkit.profiles.session_events import (
     SessionRecord,
     SqliteSessionEvents,
     SqliteSessionEventsImplementation,
+    UnknownSession,
     feature,
     suite,
 )
@@ -392,6 +396,141 @@ class GlobalEventIds(MemorySessionEvents):
         return stored
 
 
+def decoded_tags(data: dict[str, Any]) -> object:
+    """Decode a dict of the shape of a tag, as eventsourcing's JSONTranscoder does."""
+    if data.keys() == {"_type_", "_data_"}:
+        if data["_type_"] == "uuid_hex":
+            return uuid.UUID(data["_data_"])
+        raise LookupError(f"no transcoding registered for {data['_type_']!r}")
+    return data
+
+
+def extended_json(data: dict[str, Any]) -> object:
+    """Decode MongoDB's extended JSON date, {"$date": "..."}."""
+    if data.keys() == {"$date"}:
+        return datetime.datetime.fromisoformat(data["$date"])
+    return data
+
+
+class Transcodes(MemorySessionEvents):
+    """Replays each payload through JSON text, decoded with an object hook."""
+
+    hook: Callable[[dict[str, Any]], object] = staticmethod(decoded_tags)
+
+    def check(self, payload: JSON) -> None:
+        """Refuse what the encoding cannot write; the reference refuses what is not JSON."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        self.check(event.payload)
+        return await super().append(session_id, event)
+
+    @override
+    async def replay(self, session_id: str) -> list[Event]:
+        return [
+            Event(
+                event.event_id,
+                event.sequence,
+                json.loads(json.dumps(event.payload), object_hook=self.hook),
+            )
+            for event in await super().replay(session_id)
+        ]
+
+
+class DecodesTypeTags(Transcodes):
+    """Decodes every {"_type_", "_data_"} dict it replays, as eventsourcing's transcoder does."""
+
+
+class DecodesExtendedJson(Transcodes):
+    """Decodes every {"$date": ...} dict it replays, as a MongoDB codec does."""
+
+    hook = staticmethod(extended_json)
+
+
+class WritesUtf8(Transcodes):
+    """Writes payloads as UTF-8 text: a lone surrogate has no UTF-8 form, and append raises."""
+
+    hook = staticmethod(lambda data: data)
+
+    @override
+    def check(self, payload: JSON) -> None:
+        json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+
+def unsigned(value: JSON) -> JSON:
+    """The value with every -0.0 as 0.0."""
+    if isinstance(value, float):
+        return abs(value) if value == 0 else value
+    if isinstance(value, list):
+        return [unsigned(item) for item in value]
+    if isinstance(value, dict):
+        return {key: unsigned(item) for key, item in value.items()}
+    return value
+
+
+class DropsSignOfZero(MemorySessionEvents):
+    """Stores -0.0 as 0.0, as a numeric column may."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        kept = Event(event.event_id, event.sequence, unsigned(event.payload))
+        return await super().append(session_id, kept)
+
+
+class StandardErrors(MemorySessionEvents):
+    """Raises KeyError for an unknown session and TypeError or ValueError for what is not JSON,
+    as a store that does not import conformkit does."""
+
+    @staticmethod
+    def plain(error: Exception) -> Exception:
+        if isinstance(error, UnknownSession):
+            return KeyError(str(error))
+        if isinstance(error, NotJSON):
+            return TypeError(str(error))
+        return error
+
+    @override
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        try:
+            await super().create_session(session_id, metadata=metadata, parent_id=parent_id)
+        except (UnknownSession, NotJSON) as error:
+            raise self.plain(error) from None
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        try:
+            return await super().append(session_id, event)
+        except (UnknownSession, NotJSON) as error:
+            raise self.plain(error) from None
+
+    @override
+    async def replay(self, session_id: str) -> list[Event]:
+        try:
+            return await super().replay(session_id)
+        except UnknownSession as error:
+            raise self.plain(error) from None
+
+    @override
+    async def children(self, session_id: str) -> list[str]:
+        try:
+            return await super().children(session_id)
+        except UnknownSession as error:
+            raise self.plain(error) from None
+
+
+class UnknownSessionAsValueError(StandardErrors):
+    """Raises ValueError, which does not mean 'not found', for an unknown session or parent."""
+
+    @override
+    @staticmethod
+    def plain(error: Exception) -> Exception:
+        if isinstance(error, UnknownSession):
+            return ValueError(str(error))
+        return StandardErrors.plain(error)
+
+
 class Broken(ck.FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
     """Runs the profile against a broken store."""
 
@@ -419,20 +558,70 @@ BROKEN: list[tuple[type[MemorySessionEvents], set[str]]] = [
     (ChildrenInCreationOrder, {"parent_child_links_preserved"}),
     (AcceptsUnknownParent, {"unknown_parent_rejected"}),
     (CreatesSessionsOnAppend, {"unknown_session_rejected"}),
-    (
-        LoadsMissingAsEmpty,
-        {
-            "missing_session_loads_as_none",
-            "unknown_session_rejected",
-            "unknown_parent_rejected",
-            "non_json_rejected",
-        },
-    ),
+    (LoadsMissingAsEmpty, {"missing_session_loads_as_none"}),
     (ReplacesDuplicateSessions, {"duplicate_session_rejected"}),
     (CoercesToJSON, {"non_json_rejected"}),
     (LosesFloatPrecision, {"json_round_trips_strictly"}),
     (GlobalEventIds, {"sessions_are_isolated"}),
 ]
+
+
+TAG_DECODING_JSON: list[tuple[type[MemorySessionEvents], set[str]]] = [
+    (DecodesTypeTags, {"json_round_trips_strictly"}),
+    (DecodesExtendedJson, {"json_round_trips_strictly"}),
+    (WritesUtf8, {"json_round_trips_strictly"}),
+    (DropsSignOfZero, {"json_round_trips_strictly"}),
+]
+
+STANDARD_EXCEPTIONS: list[tuple[type[MemorySessionEvents], set[str]]] = [
+    (StandardErrors, set()),
+    (UnknownSessionAsValueError, {"unknown_session_rejected", "unknown_parent_rejected"}),
+]
+
+
+class TestJsonThatCodecsMistake:
+    """A store whose codec takes plain JSON for something else fails the JSON case, alone."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("store", "expected"), TAG_DECODING_JSON, ids=[s.__name__ for s, _ in TAG_DECODING_JSON]
+    )
+    async def test_fails_only_json_round_trips_strictly(
+        self, store: type[MemorySessionEvents], expected: set[str]
+    ) -> None:
+        """Tag-shaped dicts, lone surrogates and -0.0 must come back as they were sent."""
+        report = await ck.run_contract(Broken(store), suite)
+        assert failed_cases(report) == expected, str(report)
+
+    def test_reasons_name_what_came_back(self) -> None:
+        """The reason shows the tag-shaped dict and the object it came back as."""
+        report = ck.run_contract_sync(Broken(DecodesTypeTags), suite)
+        reason = report["json_round_trips_strictly"].reason or ""
+        assert "type dict vs uuid.UUID" in reason
+        report = ck.run_contract_sync(Broken(DropsSignOfZero), suite)
+        reason = report["json_round_trips_strictly"].reason or ""
+        assert "a zero that lost or gained its sign" in reason
+        assert "(see docs/profile-session-events.md#failure-modes)" in reason
+
+
+class TestStandardExceptions:
+    """LookupError for an unknown session and TypeError or ValueError for non-JSON will do."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("store", "expected"),
+        STANDARD_EXCEPTIONS,
+        ids=[s.__name__ for s, _ in STANDARD_EXCEPTIONS],
+    )
+    async def test_standard_exceptions_are_accepted(
+        self, store: type[MemorySessionEvents], expected: set[str]
+    ) -> None:
+        """The standard exception that means the same passes; one that means else fails."""
+        report = await ck.run_contract(Broken(store), suite)
+        assert failed_cases(report) == expected, str(report)
+        if expected:
+            reason = report["unknown_session_rejected"].reason or ""
+            assert "expected UnknownSession (or LookupError), got ValueError" in reason
 
 
 class TestBrokenImplementations:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import errno
+import os
 import posixpath
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
@@ -371,6 +372,108 @@ class NormalisesPaths(Delegating):
         return await self.inner.exists(self.normalise(path))
 
 
+def plain(error: WorkspaceError) -> Exception:
+    """The standard exception that means what a WorkspaceError means, naming the same path."""
+    if isinstance(error, InvalidPath):
+        return ValueError(str(error))
+    assert isinstance(error, OSError)
+    kinds: list[tuple[type[WorkspaceError], type[OSError], int]] = [
+        (NotFound, FileNotFoundError, errno.ENOENT),
+        (NotADirectory, NotADirectoryError, errno.ENOTDIR),
+        (IsADirectory, IsADirectoryError, errno.EISDIR),
+        (DirectoryNotEmpty, OSError, errno.ENOTEMPTY),
+    ]
+    for kind, standard, code in kinds:
+        if isinstance(error, kind):
+            return standard(code, os.strerror(code), error.filename)
+    raise AssertionError(f"no standard exception for {error!r}")
+
+
+class StandardErrors(Delegating):
+    """Raises the standard exceptions, as an adapter over a file-system library does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.strict = self.inner
+        self.inner = cast("MemoryWorkspace", PlainErrors(self.strict))
+
+
+class PlainErrors:
+    """The errors of a workspace, as the standard exceptions that mean the same."""
+
+    def __init__(self, inner: WorkspaceAPI) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[object]]:
+        method = getattr(self.inner, name)
+
+        async def call(*args: object, **kwargs: object) -> object:
+            try:
+                return await method(*args, **kwargs)
+            except WorkspaceError as error:
+                raise plain(error) from None
+
+        return call
+
+
+class RmdirSaysExists(StandardErrors):
+    """Refuses a non-empty directory with errno EEXIST, as rmdir() does on some systems."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        try:
+            await super().remove(path, recursive=recursive)
+        except OSError as error:
+            if error.errno != errno.ENOTEMPTY:
+                raise
+            raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), path) from None
+
+
+class NotEmptyAsValueError(StandardErrors):
+    """Refuses a non-empty directory with ValueError, as fsspec's LocalFileSystem.rm() does."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        try:
+            await super().remove(path, recursive=recursive)
+        except OSError as error:
+            if error.errno != errno.ENOTEMPTY:
+                raise
+            raise ValueError("Cannot delete directory, set recursive=True") from None
+
+
+class BeneathFileAsFileExists(StandardErrors):
+    """Refuses a write beneath a file with FileExistsError, as fsspec's MemoryFileSystem does."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        try:
+            await super().write(path, data)
+        except NotADirectoryError as error:
+            raise FileExistsError(errno.EEXIST, "File exists", path) from error
+
+
+class ListsInReverse(Delegating):
+    """Lists names in reverse code-point order."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return sorted(await self.inner.list(path), reverse=True)
+
+
+class ListsByLength(Delegating):
+    """Lists names shortest first, an order a hash or an index could give."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return sorted(await self.inner.list(path), key=len)
+
+
+class NoParents(Delegating):
+    """Writes a file only where its parent exists, as open() does without makedirs()."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        parent = posixpath.dirname(path)
+        if not await self.inner.exists(parent):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        await self.inner.write(path, data)
+
+
 class Broken(ck.FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
     """An implementation that claims every case and creates one defective workspace."""
 
@@ -386,17 +489,7 @@ class Broken(ck.FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
 
 DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (TruncatesLargeWrites, frozenset({"read_your_writes"})),
-    (
-        ReadsMissingAsEmpty,
-        frozenset(
-            {
-                "read_your_writes",
-                "missing_reads_none",
-                "remove_is_precise",
-                "remove_root_keeps_root",
-            }
-        ),
-    ),
+    (ReadsMissingAsEmpty, frozenset({"missing_reads_none"})),
     (LeaksNotADirectoryOnRead, frozenset({"missing_reads_none"})),
     (OverwriteKeepsTail, frozenset({"overwrite_replaces"})),
     (KeepsCallersBuffer, frozenset({"bytes_cloned_on_write"})),
@@ -412,6 +505,78 @@ DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (DeletesRoot, frozenset({"remove_root_keeps_root"})),
     (NormalisesPaths, frozenset({"invalid_paths_rejected"})),
 ]
+
+
+STANDARD_EXCEPTIONS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
+    (StandardErrors, frozenset()),
+    (RmdirSaysExists, frozenset()),
+    (NotEmptyAsValueError, frozenset({"remove_non_empty_needs_recursive"})),
+    (BeneathFileAsFileExists, frozenset({"file_directory_conflicts_raise"})),
+]
+
+UNSORTED_LISTING: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
+    (ListsInReverse, frozenset({"listing_is_sorted"})),
+    (ListsByLength, frozenset({"listing_is_sorted"})),
+    (SortsCaseInsensitively, frozenset({"listing_is_sorted"})),
+]
+
+NESTED_SETUP = frozenset(
+    {
+        "missing_reads_none",
+        "listing_names_direct_children",
+        "listing_is_sorted",
+        "file_directory_conflicts_raise",
+        "remove_is_precise",
+        "remove_non_empty_needs_recursive",
+        "remove_root_keeps_root",
+        "invalid_paths_rejected",
+    }
+)
+
+
+def ids(table: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]]) -> list[str]:
+    return [make.__name__ for make, _ in table]
+
+
+class TestOwnership:
+    """A store fails the cases that own its defect, and only those."""
+
+    @pytest.mark.parametrize(
+        ("make", "expected"), STANDARD_EXCEPTIONS, ids=ids(STANDARD_EXCEPTIONS)
+    )
+    async def test_standard_exceptions_are_accepted(
+        self, make: Callable[[], WorkspaceAPI], expected: frozenset[str]
+    ) -> None:
+        """The standard exception that means the same passes; one that means else fails."""
+        report = await ck.run_contract(Broken(make), workspace.suite)
+        assert failed_cases(report) == expected, str(report)
+
+    @pytest.mark.parametrize(("make", "expected"), UNSORTED_LISTING, ids=ids(UNSORTED_LISTING))
+    async def test_an_unsorted_listing_fails_only_listing_is_sorted(
+        self, make: Callable[[], WorkspaceAPI], expected: frozenset[str]
+    ) -> None:
+        """Listings compare as sets everywhere but in the one case about their order."""
+        report = await ck.run_contract(Broken(make), workspace.suite)
+        assert failed_cases(report) == expected, str(report)
+
+    async def test_a_case_that_cannot_set_up_says_which_case_owns_that(self) -> None:
+        """Without nested writes, the cases that need them are blocked, naming the owner."""
+        report = await ck.run_contract(Broken(NoParents), workspace.suite)
+        assert failed_cases(report) == NESTED_SETUP | {"nested_write_creates_parents"}
+        for case in NESTED_SETUP:
+            reason = report[case].reason or ""
+            assert ": AssertionError: blocked: writing '/" in reason, reason
+            assert "raised FileNotFoundError(2, 'No such file or directory'" in reason
+            assert "nested_write_creates_parents owns that" in reason
+
+    async def test_the_wrong_standard_exception_is_named(self) -> None:
+        """The reason names the profile's error and the standard one that would do."""
+        report = await ck.run_contract(Broken(NotEmptyAsValueError), workspace.suite)
+        assert (
+            "expected remove('/docs') of a non-empty directory to raise DirectoryNotEmpty (or "
+            "OSError with errno ENOTEMPTY or EEXIST), it raised ValueError('Cannot delete "
+            "directory, set recursive=True')"
+        ) in (report["remove_non_empty_needs_recursive"].reason or "")
 
 
 class TestBrokenImplementations:
@@ -438,7 +603,10 @@ class TestBrokenImplementations:
         report = await ck.run_contract(Broken(MissingIsEmpty), workspace.suite)
         reason = report["missing_list_and_remove_raise"].reason
         assert reason is not None
-        assert "expected list('/missing') to raise NotFound, it returned []" in reason
+        assert (
+            "expected list('/missing') to raise NotFound (or FileNotFoundError), it returned [] "
+            "(see docs/profile-workspace.md#failure-modes)"
+        ) in reason
 
 
 class TestLocalDirectoryConfinement:

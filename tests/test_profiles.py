@@ -68,3 +68,32 @@ class TestModules:
         """Every profile module has the same section headers, in the same order."""
         headers = re.findall(r"^# -{20,} (.+)$", inspect.getsource(module), flags=re.MULTILINE)
         assert headers == SECTIONS
+
+
+ROOT = PAGE.parent.parent
+
+
+def slug(heading: str) -> str:
+    """The anchor MkDocs gives a heading: lower case, words joined by '-'."""
+    words = re.sub(r"[^\w\s-]", "", heading.lower()).split()
+    return "-".join(words)
+
+
+class TestFailureModes:
+    """Every failure points at a page section that explains it, and the section exists."""
+
+    @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
+    def test_the_pointer_names_a_section_listing_every_case(self, module: ModuleType) -> None:
+        """The page has the heading the reasons point at, and its table names every case."""
+        where = module._SEE.where
+        page, anchor = where.split("#")
+        text = (ROOT / page).read_text(encoding="utf-8")
+        sections = re.split(r"^#{2,3} ", text, flags=re.MULTILINE)
+        [section] = [part for part in sections if slug(part.splitlines()[0]) == anchor]
+        assert "| symptom | likely cause | case | fix |" in section
+        named = set(re.findall(r"`([a-z_]+(?:\[<field>\])?)`", section))
+        expected = {
+            *module.feature.cases,
+            *(f"{family}[<field>]" for family in module.feature.families),
+        }
+        assert expected <= named, sorted(expected - named)

@@ -9,8 +9,9 @@ import decimal
 import json
 import math
 import operator
+import uuid
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import anyio
 import anyio.lowlevel
@@ -29,6 +30,19 @@ from conformkit.laws import (
 )
 
 examples = settings(max_examples=150, deadline=None, database=None)
+
+JSON_NATIVE = (
+    "tag_type_data",
+    "tag_date",
+    "tag_class",
+    "tag_py_object",
+    "tag_ref",
+    "lone_surrogates",
+    "deep_nesting",
+    "large_integers",
+    "negative_zero",
+)
+"""The entries of the default sample that are JSON already, in order, last."""
 
 UTC_PLUS_2 = datetime.timezone(datetime.timedelta(hours=2))
 
@@ -142,6 +156,109 @@ class BytesAsText(TaggedCodec):
     @override
     def decode_bytes(self, payload: str) -> object:
         return base64.b64decode(payload).decode("latin-1")
+
+
+class Utf8Text(TaggedCodec):
+    """Requires a UTF-8 form of each str, as a codec writing UTF-8 does: lone surrogates fail."""
+
+    @override
+    def encode(self, value: object) -> object:
+        if isinstance(value, str):
+            value.encode("utf-8")  # raises UnicodeEncodeError for a lone surrogate
+            return value
+        return super().encode(value)
+
+
+class IntsAsDoubles(TaggedCodec):
+    """Writes an int past 2**53 as a float, as a codec for JavaScript numbers does."""
+
+    @override
+    def encode(self, value: object) -> object:
+        if type(value) is int and abs(value) > 2**53:
+            return float(value)
+        return super().encode(value)
+
+
+class DepthLimited(TaggedCodec):
+    """Refuses data nested deeper than 64 levels, as some parsers do."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    @override
+    def encode(self, value: object) -> object:
+        self.depth += 1
+        try:
+            if self.depth > 64:
+                raise ValueError("nested deeper than 64 levels")
+            return super().encode(value)
+        finally:
+            self.depth -= 1
+
+
+TYPE_TAG_DECODERS: dict[str, Callable[[Any], object]] = {
+    "uuid_hex": uuid.UUID,
+    "bytes": base64.b64decode,
+    "datetime": datetime.datetime.fromisoformat,
+    "date": datetime.date.fromisoformat,
+    "decimal": decimal.Decimal,
+    "float": float,
+}
+
+
+class TypeTagCodec:
+    """
+    Tags each value JSON cannot hold as ``{"_type_": name, "_data_": payload}`` and keeps
+    dicts with str keys as they are, as some event-sourcing transcoders do. On the way back,
+    any dict of that shape is taken for a tag: a plain dict that looks like one is decoded.
+    """
+
+    def tag(self, name: str, data: object) -> dict[str, object]:
+        """A tagged value."""
+        return {"_type_": name, "_data_": data}
+
+    def encode(self, value: object) -> object:
+        """Turn ``value`` into JSON-native data."""
+        if value is None or isinstance(value, bool | int | str):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else self.tag("float", repr(value))
+        if isinstance(value, bytes):
+            return self.tag("bytes", base64.b64encode(value).decode("ascii"))
+        if isinstance(value, datetime.datetime):
+            return self.tag("datetime", value.isoformat())
+        if isinstance(value, datetime.date):
+            return self.tag("date", value.isoformat())
+        if isinstance(value, decimal.Decimal):
+            return self.tag("decimal", str(value))
+        if isinstance(value, list):
+            return [self.encode(item) for item in value]
+        if isinstance(value, tuple | set):
+            items = [self.encode(item) for item in value]
+            return self.tag(type(value).__name__, items)
+        if isinstance(value, dict):
+            if all(type(key) is str for key in value):
+                return {key: self.encode(item) for key, item in value.items()}
+            pairs = [[self.encode(key), self.encode(item)] for key, item in value.items()]
+            return self.tag("dict", pairs)
+        raise TypeError(f"TypeTagCodec cannot encode {value!r}")
+
+    def decode(self, data: Any) -> object:
+        """Turn JSON-native data back into the value, every tag-shaped dict decoded."""
+        if isinstance(data, list):
+            return [self.decode(item) for item in data]
+        if not isinstance(data, dict):
+            return data
+        if data.keys() != {"_type_", "_data_"}:
+            return {key: self.decode(item) for key, item in data.items()}
+        name, payload = data["_type_"], data["_data_"]
+        if name == "tuple":
+            return tuple(self.decode(item) for item in payload)
+        if name == "set":
+            return {self.decode(item) for item in payload}
+        if name == "dict":
+            return {self.decode(key): self.decode(item) for key, item in payload}
+        return TYPE_TAG_DECODERS[name](payload)
 
 
 def plain_json_encode(value: object) -> str:
@@ -530,6 +647,15 @@ class TestJsonPortable:
             "negative_infinity": float,
             "int_keys": dict,
             "tuple_keys": dict,
+            "tag_type_data": dict,
+            "tag_date": dict,
+            "tag_class": dict,
+            "tag_py_object": dict,
+            "tag_ref": dict,
+            "lone_surrogates": str,
+            "deep_nesting": list,
+            "large_integers": list,
+            "negative_zero": float,
         }
         aware = sample["aware_datetime"]
         naive = sample["naive_datetime"]
@@ -537,6 +663,33 @@ class TestJsonPortable:
         assert isinstance(naive, datetime.datetime)
         assert aware.utcoffset() == datetime.timedelta(hours=5, minutes=30)
         assert naive.tzinfo is None
+
+    def test_the_entries_codecs_mistake_are_json_already(self) -> None:
+        """The tag-shaped, surrogate, deep, large and signed-zero entries go through json as is."""
+        sample = json_portability_sample()
+        native = {key: value for key, value in sample.items() if key in JSON_NATIVE}
+        assert list(sample)[-len(JSON_NATIVE) :] == list(JSON_NATIVE)
+        assert strictly_equal(assert_json_portable(keep, keep, native), native)
+        depth, nested = 0, sample["deep_nesting"]
+        while not isinstance(nested, str):
+            nested = nested[0] if isinstance(nested, list) else nested["level"]  # type: ignore[index]
+            depth += 1
+        assert (depth, nested) == (100, "bottom")
+        assert math.copysign(1.0, cast("float", sample["negative_zero"])) == -1.0
+
+    def test_a_codec_that_decodes_tag_shaped_dicts_fails_on_plain_data(self) -> None:
+        """A dict shaped like a type tag comes back as an object: the law names the entry."""
+        codec = TypeTagCodec()
+        with pytest.raises(LawViolation) as caught:
+            assert_json_portable(codec.encode, codec.decode)
+        lines = message_of(caught).splitlines()
+        assert lines[3] == "  first difference at ['tag_type_data']: type dict vs uuid.UUID"
+        without_tags = {
+            key: value
+            for key, value in json_portability_sample().items()
+            if not key.startswith("tag_")
+        }
+        assert_json_portable(codec.encode, codec.decode, without_tags)
 
     def test_relying_on_json_alone_fails_at_dumps(self) -> None:
         """Handing the sample to json as it is fails at json.dumps, naming the place."""
@@ -591,6 +744,26 @@ class TestJsonPortable:
                 id="DecimalsThroughFloats",
             ),
             pytest.param(BytesAsText(), r"at \['bytes'\]: type bytes vs str", id="BytesAsText"),
+            pytest.param(
+                TypeTagCodec(),
+                r"at \['tag_type_data'\]: type dict vs uuid\.UUID",
+                id="TypeTagCodec",
+            ),
+            pytest.param(
+                Utf8Text(),
+                r"^encode failed: Utf8Text\.encode raised UnicodeEncodeError: .*surrogates",
+                id="Utf8Text",
+            ),
+            pytest.param(
+                IntsAsDoubles(),
+                r"at \['large_integers'\]\[0\]: type int vs float",
+                id="IntsAsDoubles",
+            ),
+            pytest.param(
+                DepthLimited(),
+                r"raised ValueError: nested deeper than 64 levels",
+                id="DepthLimited",
+            ),
         ],
     )
     def test_each_lossy_codec_fails_on_the_default_sample(

@@ -471,6 +471,18 @@ async def round_trip_async(
     return decoded
 
 
+_NESTING: Final = 100
+"""How deep the ``"deep_nesting"`` entry of :func:`json_portability_sample` goes."""
+
+
+def _deeply_nested(depth: int) -> object:
+    """Lists and dicts inside each other, ``depth`` levels down to the str ``"bottom"``."""
+    value: object = "bottom"
+    for level in range(depth):
+        value = [value] if level % 2 else {"level": value}
+    return value
+
+
 def json_portability_sample() -> dict[str, object]:
     """
     Return a fresh copy of the value that :func:`assert_json_portable` checks by default.
@@ -498,6 +510,29 @@ def json_portability_sample() -> dict[str, object]:
     ``"tuple_keys"``          ``{(0, 0): "origin", (1, -1): "corner"}``
     ========================  ==========================================================
 
+    and, after them, JSON values that codecs commonly mistake for something else,
+    which must come back as the plain data they are:
+
+    ========================  ==========================================================
+    key                       value
+    ========================  ==========================================================
+    ``"tag_type_data"``       ``{"_type_": "uuid_hex", "_data_": "00…0"}`` (32 zeros):
+                              the shape of a tagged object in some transcoders
+    ``"tag_date"``            ``{"$date": "2024-02-29T12:30:00Z"}``, extended JSON's date
+    ``"tag_class"``           ``{"__class__": "datetime.date", "value": "2024-02-29"}``
+    ``"tag_py_object"``       ``{"py/object": "builtins.object"}``, jsonpickle's shape
+    ``"tag_ref"``             ``{"$ref": "#/tag_type_data"}``, a JSON reference
+    ``"lone_surrogates"``     ``"high \\ud800, low \\udfff"``: a str, but not valid UTF-16
+                              or UTF-8
+    ``"deep_nesting"``        dicts and lists nested 100 levels deep
+    ``"large_integers"``      ``[2**53 + 1, 2**64, -(2**63) - 1, 10**30]``: past a
+                              float's precision and past 64 bits
+    ``"negative_zero"``       ``-0.0``
+    ========================  ==========================================================
+
+    Those entries are JSON already: a codec passes them through, and decodes
+    them to the same plain dicts, lists, str, int and float.
+
     :returns: a new dict each call, so changing it changes no later check.
     """
     return {
@@ -524,6 +559,15 @@ def json_portability_sample() -> dict[str, object]:
         "negative_infinity": -math.inf,
         "int_keys": {1: "one", 2: "two"},
         "tuple_keys": {(0, 0): "origin", (1, -1): "corner"},
+        "tag_type_data": {"_type_": "uuid_hex", "_data_": "0" * 32},
+        "tag_date": {"$date": "2024-02-29T12:30:00Z"},
+        "tag_class": {"__class__": "datetime.date", "value": "2024-02-29"},
+        "tag_py_object": {"py/object": "builtins.object"},
+        "tag_ref": {"$ref": "#/tag_type_data"},
+        "lone_surrogates": "high \ud800, low \udfff",
+        "deep_nesting": _deeply_nested(_NESTING),
+        "large_integers": [2**53 + 1, 2**64, -(2**63) - 1, 10**30],
+        "negative_zero": -0.0,
     }
 
 
@@ -576,7 +620,9 @@ def assert_json_portable(
     :param decode: turns the data that ``json.loads`` produced back into a value.
     :param value: the value to send; when omitted,
         :func:`json_portability_sample` (bytes, aware and naive datetimes, a date,
-        a decimal, tuples, a set, NaN and infinities, non-str dict keys).
+        a decimal, tuples, a set, NaN and infinities, non-str dict keys; and
+        JSON that codecs mistake for something else: tag-shaped dicts, lone
+        surrogates, deep nesting, large integers, ``-0.0``).
     :param equivalent: ``equivalent(sent, got_back)`` is true when the value came
         back intact; defaults to :func:`strictly_equal`.
     :returns: the value ``decode`` gave back.

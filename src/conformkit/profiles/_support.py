@@ -6,6 +6,7 @@ database lives, and the SQLite plumbing of the stores.
 from __future__ import annotations
 
 import dbm.dumb
+import errno
 import functools
 import os
 import shelve
@@ -16,8 +17,9 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Self, TypeVar, TypeVarTuple, cast
+from typing import Any, ClassVar, Literal, Self, TypeVar, TypeVarTuple, cast, final
 
 import anyio
 import anyio.to_thread
@@ -26,7 +28,9 @@ from .._scope import FeatureScope
 
 __all__ = [
     "AsyncSqliteStore",
+    "NamedError",
     "PathAndNamespace",
+    "PointAt",
     "connect",
     "open_shelf",
     "scope_database",
@@ -98,6 +102,85 @@ def open_shelf(path: str) -> shelve.Shelf[Any]:
     """A :class:`shelve.Shelf` over a :mod:`dbm.dumb` database, created if absent."""
     # typeshed types dbm.dumb's keys as str | bytes and Shelf's as bytes; it takes both.
     return shelve.Shelf(cast("MutableMapping[bytes, bytes]", dbm.dumb.open(path, "c")))
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NamedError:
+    """
+    An error a profile names, and the standard exceptions that mean the same thing.
+
+    A case that expects it accepts the profile's own class, or one of the standard
+    exceptions (for an :exc:`OSError`, with one of the ``errnos`` given), so that an
+    adapter over a library need not import conformkit to translate its errors.
+
+    :ivar own: the profile's class, which derives from the standard type that fits.
+    :ivar standard: the standard exceptions that mean the same, if any.
+    :ivar errnos: the ``errno`` values a standard :exc:`OSError` must carry, if any.
+    """
+
+    own: type[Exception]
+    standard: tuple[type[Exception], ...] = ()
+    errnos: tuple[int, ...] = ()
+
+    def matches(self, error: BaseException) -> bool:
+        """Whether ``error`` means this error."""
+        if isinstance(error, self.own):
+            return True
+        if not isinstance(error, self.standard):
+            return False
+        return not self.errnos or getattr(error, "errno", None) in self.errnos
+
+    def __str__(self) -> str:
+        if not self.standard:
+            return self.own.__name__
+        names = " or ".join(kind.__name__ for kind in self.standard)
+        if self.errnos:
+            codes = " or ".join(errno.errorcode.get(code, str(code)) for code in self.errnos)
+            names = f"{names} with errno {codes}"
+        return f"{self.own.__name__} (or {names})"
+
+
+@final
+class PointAt:
+    """
+    A context manager that points the failure raised inside it at a page of the docs.
+
+    An :exc:`AssertionError` gets `` (see <where>)`` at the end of its first line,
+    which every report shows; any other exception gets the pointer as a note. The
+    error keeps its type and its traceback, so a report still names the line of
+    the case that failed. Cancellation, and any other exception that is not an
+    :exc:`Exception`, passes untouched.
+
+    :param where: the page and anchor, ``docs/profile-mapping.md#failure-modes``.
+    """
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> Literal[False]:
+        pointer = f"see {self.where}"
+        if isinstance(error, AssertionError):
+            message = str(error)
+            if pointer not in message:
+                first, newline, rest = message.partition("\n")
+                error.args = (f"{first} ({pointer}){newline}{rest}" if first else pointer,)
+        elif isinstance(error, Exception) and pointer not in getattr(error, "__notes__", ()):
+            error.add_note(pointer)
+        return False
 
 
 # --------------------------------------------------------------------------- SQLite

@@ -5,7 +5,13 @@ The API is a :class:`MappingStore`: ``open()`` returns a
 :class:`collections.abc.MutableMapping` over one underlying store, and
 ``close(mapping)`` closes it. Passing the profile establishes that, once a
 mapping is closed, a mapping opened later sees every key written, every value
-overwritten and every key deleted before the close.
+overwritten and every key deleted before the close, the values equal (``==``)
+to those written.
+
+The cases write the store's sample domain, as the mapping profile's cases not
+about types do: :data:`~conformkit.profiles.mapping.RICH_SAMPLES` unless the store
+declares a :class:`~conformkit.profiles.mapping.MappingSamples` in its attribute
+``conformkit_samples`` (a store of bytes, say).
 
 It does not establish durability without a close (after a crash or a power
 loss), across processes or machines (the cases reopen in the same process),
@@ -25,16 +31,15 @@ import functools
 import os
 import shelve
 from collections.abc import Callable, MutableMapping
-from typing import Any, Literal, Protocol, TypeAlias, final, get_args
+from typing import Any, Final, Literal, Protocol, TypeAlias, final, get_args
 
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
-from .._util import short_repr
-from ..laws import strictly_equal
-from ._support import open_shelf, scope_table, temporary_directory
-from .mapping import SqliteMapping
+from .._util import error_line, short_repr
+from ._support import PointAt, open_shelf, scope_table, temporary_directory
+from .mapping import MappingSamples, SqliteMapping, samples_of
 
 __all__ = [
     "DurableMappingCase",
@@ -53,7 +58,13 @@ __all__ = [
 
 
 class MappingStore(Protocol):
-    """A store that hands out mappings over what it holds, and closes them."""
+    """
+    A store that hands out mappings over what it holds, and closes them.
+
+    A store whose mappings hold only some keys and values (bytes, say) declares
+    them as a :class:`~conformkit.profiles.mapping.MappingSamples` in its attribute
+    ``conformkit_samples``, on its class or on the instance.
+    """
 
     def open(self) -> MutableMapping[Any, Any]:
         """Open the store: a mapping of everything written and not deleted before."""
@@ -81,12 +92,14 @@ feature = Feature[MappingStore, DurableMappingCase](
     cases=get_args(DurableMappingCase),
     description=(
         "A store of mappings: open() returns a MutableMapping, close(mapping) closes it, and "
-        "a mapping opened later sees every write, overwrite and delete made before the close."
+        "a mapping opened later sees every write, overwrite and delete made before the close, "
+        "over the keys and values the store declares it holds."
     ),
     does_not_establish=(
         "Durability without a close (after a crash or a power loss), across processes or "
-        "machines, with several mappings open at once, insertion order after reopening, or "
-        "the mapping's own behaviour (see conformkit.profiles.mapping)."
+        "machines, with several mappings open at once, insertion order after reopening, the "
+        "types of the values read back (they are compared with ==), or the mapping's own "
+        "behaviour (see conformkit.profiles.mapping)."
     ),
 )
 
@@ -95,79 +108,124 @@ suite = ContractSuite(feature)
 
 # --------------------------------------------------------------------------- cases
 
-_LARGE = "a value too large for the place of the first one " * 40
+_SEE: Final = PointAt("docs/profile-mapping.md#durable-mapping-failure-modes")
+
+
+def _samples(api: MappingStore) -> MappingSamples:
+    try:
+        return samples_of(api)
+    except TypeError as exc:
+        raise AssertionError(f"blocked: {exc}") from exc
+
+
+def _write(mapping: MutableMapping[Any, Any], written: dict[Any, Any]) -> None:
+    """Write the samples and read them back before any close: else the case is blocked."""
+    for key, value in written.items():
+        try:
+            mapping[key] = value
+            got = mapping[key]
+        except Exception as exc:
+            raise AssertionError(
+                f"blocked: writing the sample value {short_repr(value)} under {short_repr(key)} "
+                f"and reading it back, before any close, raised {error_line(exc)}; the mapping "
+                f"profile's read_your_writes owns that (a store of bytes, say, declares its "
+                f"samples as conformkit_samples)"
+            ) from exc
+        if got != value:
+            raise AssertionError(
+                f"blocked: wrote the sample value {short_repr(value)} under {short_repr(key)} "
+                f"and read back {short_repr(got)} before any close; the mapping profile's "
+                f"read_your_writes owns that"
+            )
 
 
 def _check_contents(
-    mapping: MutableMapping[Any, Any], expected: dict[str, Any], story: str
+    mapping: MutableMapping[Any, Any], expected: dict[Any, Any], story: str
 ) -> None:
     problems: list[str] = []
     for key, value in expected.items():
         if key not in mapping:
-            problems.append(f"{key!r} is missing")
+            problems.append(f"{short_repr(key)} is missing")
             continue
         got = mapping[key]
-        if not strictly_equal(value, got):
+        if got != value:
             problems.append(
-                f"{key!r} reads back {short_repr(got)}, expected {short_repr(value)} "
-                f"(equal, of the same types)"
+                f"{short_repr(key)} reads back {short_repr(got)}, expected {short_repr(value)}"
             )
     problems.extend(
-        f"{key!r} is there, holding {short_repr(mapping[key])}, but should not be"
-        for key in mapping
-        if key not in expected
+        f"{short_repr(key)} is there, but should not be" for key in mapping if key not in expected
     )
     if problems:
         raise AssertionError(f"after {story}, closing and reopening: {'; '.join(problems)}")
 
 
 def _reopen_after_writing(
-    api: MappingStore, written: dict[str, Any], story: str
+    api: MappingStore, written: dict[Any, Any], story: str, *, owner: str | None = None
 ) -> MutableMapping[Any, Any]:
-    """Write the items, close, reopen and check them; return the reopened mapping."""
+    """
+    Write the items, close, reopen and check them; return the reopened mapping.
+
+    :param owner: the case that owns this first round trip, when it is not the caller's
+        property: its failure then blocks the caller.
+    """
     mapping = api.open()
-    for key, value in written.items():
-        mapping[key] = value
+    _write(mapping, written)
     api.close(mapping)
     reopened = api.open()
-    _check_contents(reopened, written, story)
+    try:
+        _check_contents(reopened, written, story)
+    except AssertionError as exc:
+        if owner is None:
+            raise
+        raise AssertionError(f"blocked: {exc}; {owner} owns that") from exc
     return reopened
 
 
 @suite.case("durable_across_reopen")
 def _durable_across_reopen(api: MappingStore) -> None:
-    written: dict[str, Any] = {"text": "a value", "number": 42, "nested": {"list": [1, (2, 3)]}}
-    api.close(_reopen_after_writing(api, written, "writing 'text', 'number' and 'nested'"))
+    with _SEE:
+        samples = _samples(api)
+        written = {samples.key(n): samples.value(n) for n in range(3)}
+        keys = ", ".join(short_repr(key) for key in written)
+        api.close(_reopen_after_writing(api, written, f"writing {keys}"))
 
 
 @suite.case("overwrite_durable_across_reopen")
 def _overwrite_durable_across_reopen(api: MappingStore) -> None:
-    written = {"key": "first", "other": "kept"}
-    mapping = _reopen_after_writing(api, written, "writing 'key' and 'other'")
-    mapping["key"] = _LARGE
-    api.close(mapping)
-    reopened = api.open()
-    _check_contents(
-        reopened,
-        {"key": _LARGE, "other": "kept"},
-        "writing 'key' and 'other', closing, reopening and overwriting 'key' with a larger value",
-    )
-    api.close(reopened)
+    with _SEE:
+        samples = _samples(api)
+        key, other = samples.key(0), samples.key(1)
+        written = {key: samples.value(0), other: samples.value(1)}
+        story = f"writing {short_repr(key)} and {short_repr(other)}"
+        mapping = _reopen_after_writing(api, written, story, owner="durable_across_reopen")
+        mapping[key] = samples.large_value
+        api.close(mapping)
+        reopened = api.open()
+        _check_contents(
+            reopened,
+            {key: samples.large_value, other: samples.value(1)},
+            f"{story}, closing, reopening and overwriting {short_repr(key)} with a larger value",
+        )
+        api.close(reopened)
 
 
 @suite.case("delete_durable_across_reopen")
 def _delete_durable_across_reopen(api: MappingStore) -> None:
-    written = {"gone": "deleted later", "kept": "kept"}
-    mapping = _reopen_after_writing(api, written, "writing 'gone' and 'kept'")
-    del mapping["gone"]
-    api.close(mapping)
-    reopened = api.open()
-    _check_contents(
-        reopened,
-        {"kept": "kept"},
-        "writing 'gone' and 'kept', closing, reopening and deleting 'gone'",
-    )
-    api.close(reopened)
+    with _SEE:
+        samples = _samples(api)
+        gone, kept = samples.key(0), samples.key(1)
+        written = {gone: samples.value(0), kept: samples.value(1)}
+        story = f"writing {short_repr(gone)} and {short_repr(kept)}"
+        mapping = _reopen_after_writing(api, written, story, owner="durable_across_reopen")
+        del mapping[gone]
+        api.close(mapping)
+        reopened = api.open()
+        _check_contents(
+            reopened,
+            {kept: samples.value(1)},
+            f"{story}, closing, reopening and deleting {short_repr(gone)}",
+        )
+        api.close(reopened)
 
 
 # --------------------------------------------------------------------------- reference stores

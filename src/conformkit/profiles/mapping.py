@@ -4,15 +4,24 @@ The mapping profile: a :class:`collections.abc.MutableMapping` that behaves like
 Passing it establishes that the mapping reads back what was written; raises
 :exc:`KeyError` for a missing key on read, ``del`` and ``pop`` (and that
 ``pop(key, default)`` returns the default); is a ``MutableMapping`` whose mixin
-methods work; keeps one entry per key, in insertion order, an overwritten key
-keeping its place; holds copies, so that mutating the object written, or the
-object read back, changes nothing stored; stores ``int``, ``bytes`` and tuple
-keys and gives them back equal and of the same type; treats keys as Python's
-``==`` does (``1``, ``1.0`` and ``True`` are one key, ``1`` and ``'1'`` two);
-stores ``None`` as a value like any other; empties on ``clear()``; raises at
-the very call that gives it a key or value it cannot hold, never at a later,
-unrelated call; and survives four threads writing and reading through one
-shared handle.
+methods work and agree with iteration; keeps one entry per key, in insertion
+order, an overwritten key keeping its place; holds copies, so that mutating the
+object written, or the object read back, changes nothing stored; stores ``int``,
+``bytes`` and tuple keys and gives them back equal and of the same type; treats
+keys as Python's ``==`` does (``1``, ``1.0`` and ``True`` are one key, ``1`` and
+``'1'`` two); stores ``None`` as a value like any other; empties on ``clear()``;
+raises at the very call that gives it a key or value it cannot hold, never at a
+later, unrelated call, and a write that raises leaves no trace; and survives four
+threads writing and reading through one shared handle.
+
+The cases that are not about types write the mapping's **sample domain**: by
+default :data:`RICH_SAMPLES` (str keys; str, int, float, bytes, tuple and nested
+dict values). A mapping that holds only some types, such as bytes, declares the
+keys and values it holds as a :class:`MappingSamples` in its attribute
+``conformkit_samples``; the cases about types (``read_your_writes`` for the
+samples themselves, the copy cases, ``non_str_keys_round_trip``,
+``key_equality_follows_python``, ``none_value_round_trips`` and
+``errors_surface_at_the_failing_call``) keep their own keys and values.
 
 It does not establish durability across close and reopen (that is
 :mod:`conformkit.profiles.durable_mapping`), behaviour across processes,
@@ -33,8 +42,10 @@ import pickle
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, MutableMapping
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypeAlias, final, get_args
 
@@ -42,19 +53,32 @@ from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
-from .._util import short_repr
+from .._util import error_line, short_repr
 from ..laws import race_in_threads, strictly_equal
-from ._support import connect, open_shelf, scope_table, temporary_directory, transaction
+from ._support import (
+    PointAt,
+    connect,
+    open_shelf,
+    scope_table,
+    temporary_directory,
+    transaction,
+)
 
 __all__ = [
+    "BYTES_SAMPLES",
+    "BYTES_VALUE_SAMPLES",
+    "RICH_SAMPLES",
+    "SAMPLES_ATTRIBUTE",
     "DictMappingImplementation",
     "MappingAPI",
     "MappingCase",
+    "MappingSamples",
     "ShelveMappingImplementation",
     "SqliteMapping",
     "SqliteMappingImplementation",
     "feature",
     "implementations",
+    "samples_of",
     "suite",
 ]
 
@@ -62,7 +86,131 @@ __all__ = [
 # --------------------------------------------------------------------------- API and errors
 
 MappingAPI: TypeAlias = MutableMapping[Any, Any]
-"""The API of the profile: the mapping itself, any :class:`collections.abc.MutableMapping`."""
+"""
+The API of the profile: the mapping itself, any :class:`collections.abc.MutableMapping`
+that holds the keys and values of its sample domain (see :class:`MappingSamples`).
+"""
+
+SAMPLES_ATTRIBUTE: Final = "conformkit_samples"
+"""The attribute in which a mapping (or a durable store) declares its :class:`MappingSamples`."""
+
+_CHECKED: Final = 8  # how many samples a declaration is checked on
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class MappingSamples:
+    """
+    A mapping's sample domain: the keys and values that the cases not about types write.
+
+    ``key(n)`` and ``value(n)`` give the n-th sample key and value, for any
+    ``n >= 0``: distinct ``n`` give unequal keys, and unequal values. The cases
+    use ``value(0)``, ``value(1)`` and ``value(2)`` most, so let those be the
+    plainest values the store holds; ``read_your_writes`` writes the first six
+    and ``large_value``, a value far larger than ``value(0)`` for an overwrite
+    that outgrows its place.
+
+    A mapping declares its domain in its attribute ``conformkit_samples``, on
+    its class or on the instance::
+
+        class BytesStore(MutableMapping[bytes, bytes]):
+            conformkit_samples = BYTES_SAMPLES
+
+    A mapping that declares nothing (a ``dict``) gets :data:`RICH_SAMPLES`.
+
+    :raises TypeError: if ``key`` or ``value`` is not callable, or a key is unhashable.
+    :raises ValueError: if two of the first eight keys, or values, are equal.
+    """
+
+    key: Callable[[int], Hashable]
+    value: Callable[[int], object]
+    large_value: object
+
+    def __post_init__(self) -> None:
+        if not callable(self.key) or not callable(self.value):
+            raise TypeError(
+                f"MappingSamples needs key(n) and value(n) functions, got key={self.key!r} "
+                f"and value={self.value!r}"
+            )
+        for name, make in (("key", self.key), ("value", self.value)):
+            made = [make(n) for n in range(_CHECKED)]
+            if name == "key":
+                for item in made:
+                    hash(item)  # raises TypeError for an unhashable key
+            equal = [
+                (first, second)
+                for first in range(_CHECKED)
+                for second in range(first + 1, _CHECKED)
+                if made[first] == made[second]
+            ]
+            if equal:
+                first, second = equal[0]
+                raise ValueError(
+                    f"MappingSamples: {name}({first}) and {name}({second}) are equal, "
+                    f"{made[first]!r}; distinct n must give unequal {name}s"
+                )
+
+
+_RICH_VALUES: Final[tuple[object, ...]] = (
+    "a value",
+    42,
+    2.5,
+    b"\x00\xff",
+    (1, "two"),
+    {"nested": {"list": [1, 2], "set": {3}, "tuple": (4, 5)}},
+)
+
+
+def _rich_value(n: int) -> object:
+    return _RICH_VALUES[n] if n < len(_RICH_VALUES) else f"value {n}"
+
+
+def _text_key(n: int) -> str:
+    return f"key-{n}"
+
+
+def _bytes_key(n: int) -> bytes:
+    return f"key-{n}".encode("ascii")
+
+
+def _bytes_value(n: int) -> bytes:
+    return f"value {n}".encode("ascii")
+
+
+RICH_SAMPLES: Final = MappingSamples(
+    key=_text_key, value=_rich_value, large_value="a much longer value " * 100
+)
+"""
+The default domain: keys ``"key-0"``, ``"key-1"``, …; values ``"a value"``, ``42``,
+``2.5``, ``b"\\x00\\xff"``, ``(1, "two")``, a nested dict, then ``"value 6"``, ….
+"""
+
+BYTES_VALUE_SAMPLES: Final = MappingSamples(
+    key=_text_key, value=_bytes_value, large_value=b"a much longer value " * 100
+)
+"""Str keys ``"key-0"``, …, and bytes values ``b"value 0"``, …: a store of files by name."""
+
+BYTES_SAMPLES: Final = MappingSamples(
+    key=_bytes_key, value=_bytes_value, large_value=b"a much longer value " * 100
+)
+"""Bytes keys ``b"key-0"``, … and bytes values ``b"value 0"``, …: a store such as :mod:`dbm`."""
+
+
+def samples_of(api: object) -> MappingSamples:
+    """
+    The sample domain a mapping (or a durable store) declares, :data:`RICH_SAMPLES` if none.
+
+    :raises TypeError: if its ``conformkit_samples`` is not a :class:`MappingSamples`.
+    """
+    declared = getattr(api, SAMPLES_ATTRIBUTE, None)
+    if declared is None:
+        return RICH_SAMPLES
+    if not isinstance(declared, MappingSamples):
+        raise TypeError(
+            f"{type(api).__qualname__}.{SAMPLES_ATTRIBUTE} must be a MappingSamples, "
+            f"got {short_repr(declared)}"
+        )
+    return declared
 
 
 # --------------------------------------------------------------------------- case names
@@ -94,15 +242,18 @@ feature = Feature[MappingAPI, MappingCase](
     "conformkit.profiles.mapping",
     cases=get_args(MappingCase),
     description=(
-        "A collections.abc.MutableMapping that behaves like a dict: KeyError for missing keys, "
-        "insertion order, Python's key equality, copies of the values it holds, errors at the "
-        "failing call, and one handle shared safely between threads."
+        "A collections.abc.MutableMapping that behaves like a dict over the keys and values "
+        "it declares it holds (str keys and values of many types unless it declares "
+        "conformkit_samples): KeyError for missing keys, insertion order, Python's key "
+        "equality, copies of the values it holds, errors at the failing call, and one handle "
+        "shared safely between threads."
     ),
     does_not_establish=(
         "Durability across close and reopen (see conformkit.profiles.durable_mapping), "
         "behaviour across processes, atomicity of compound operations (pop, setdefault, "
-        "update) under concurrent writers, crash safety, speed, or Python's equality for key "
-        "types the cases do not use (Decimal, complex, datetime, custom classes)."
+        "update) under concurrent writers, crash safety, speed, Python's equality for key "
+        "types the cases do not use (Decimal, complex, datetime, custom classes), or, for a "
+        "mapping that declares a narrower sample domain, any key or value outside it."
     ),
 )
 
@@ -113,185 +264,364 @@ suite = ContractSuite(feature)
 
 _THREADS: Final = 4
 _KEYS_PER_THREAD: Final = 500
+_SEE: Final = PointAt("docs/profile-mapping.md#failure-modes")
+_DEFAULT: Final = object()  # a default no store could hold: get() and pop() must return it
+
+
+def _samples(api: MappingAPI) -> MappingSamples:
+    try:
+        return samples_of(api)
+    except TypeError as exc:
+        raise AssertionError(f"blocked: {exc}") from exc
+
+
+def _put(api: MappingAPI, key: object, value: object) -> None:
+    """
+    Write a sample and read it back, equal: a store that refuses it, or gives back something
+    else, blocks the case, and read_your_writes owns that.
+    """
+    try:
+        api[key] = value
+    except Exception as exc:
+        raise AssertionError(
+            f"blocked: writing the sample value {short_repr(value)} under {short_repr(key)} "
+            f"raised {error_line(exc)}; read_your_writes owns whether the mapping holds its "
+            f"samples (a mapping of bytes, say, declares them as {SAMPLES_ATTRIBUTE})"
+        ) from exc
+    got = _get(api, key, "right after writing it")
+    if got != value:
+        raise AssertionError(
+            f"blocked: wrote the sample value {short_repr(value)} under {short_repr(key)}, read "
+            f"back {short_repr(got)}; read_your_writes owns whether a sample reads back as "
+            f"written"
+        )
+
+
+def _refused(api: MappingAPI, samples: MappingSamples, message: str) -> AssertionError:
+    """
+    The failure of a write that a type case is about, once a write of the samples is seen to
+    work: if the store refuses its samples too, the case is blocked instead.
+    """
+    probe = samples.key(99)
+    _put(api, probe, samples.value(0))
+    return AssertionError(message)
+
+
+def _get(api: MappingAPI, key: object, when: str) -> object:
+    """Read a sample written before; a read that raises blocks the case."""
+    try:
+        return api[key]
+    except Exception as exc:
+        raise AssertionError(
+            f"blocked: reading {short_repr(key)} {when} raised {error_line(exc)}; "
+            f"read_your_writes owns whether a sample written reads back"
+        ) from exc
+
+
+def _method(api: MappingAPI, name: str) -> Callable[..., Any]:
+    """A mixin method of the mapping; one that is missing blocks the case."""
+    try:
+        method: Callable[..., Any] = getattr(api, name)
+    except AttributeError as exc:
+        raise AssertionError(
+            f"blocked: the mapping, a {type(api).__qualname__}, has no {name}() method; "
+            f"is_mutable_mapping owns the methods a MutableMapping has"
+        ) from exc
+    return method
+
+
+def _expect_key_error(call: Callable[[], object], doing: str) -> None:
+    """Call, and fail unless it raises KeyError."""
+    try:
+        got = call()
+    except KeyError:
+        return
+    except Exception as exc:
+        raise AssertionError(f"expected KeyError {doing}, it raised {error_line(exc)}") from exc
+    raise AssertionError(f"expected KeyError {doing}, it returned {short_repr(got)}")
+
+
+def _iterated(api: MappingAPI, written: list[object], when: str) -> list[object]:
+    """The keys iteration gives, which must be the keys written, once each, in some order."""
+    got = list(api)
+    if Counter(got) != Counter(written):
+        raise AssertionError(
+            f"blocked: {when}, iteration gave {short_repr(got)}, not the keys written "
+            f"{short_repr(written)} in some order; read_your_writes owns which keys iteration "
+            f"gives"
+        )
+    return got
 
 
 @suite.case("read_your_writes")
 def _read_your_writes(api: MappingAPI) -> None:
-    written: dict[str, object] = {
-        "text": "a value",
-        "number": 42,
-        "real": 2.5,
-        "bytes": b"\x00\xff",
-        "tuple": (1, "two"),
-        "nested": {"list": [1, 2], "set": {3}},
-    }
-    for key, value in written.items():
-        try:
-            api[key] = value
-        except Exception as exc:
+    with _SEE:
+        samples = _samples(api)
+        written = [(samples.key(n), samples.value(n)) for n in range(len(_RICH_VALUES))]
+        written.append((samples.key(len(written)), samples.large_value))
+        for key, value in written:
+            try:
+                api[key] = value
+            except Exception as exc:
+                raise AssertionError(
+                    f"writing the sample value {short_repr(value)} under {short_repr(key)} "
+                    f"raised {error_line(exc)}; a mapping holds every value of its sample "
+                    f"domain, and one that holds only some types (bytes, say) declares the "
+                    f"keys and values it holds as {SAMPLES_ATTRIBUTE}"
+                ) from exc
+        for key, value in written:
+            try:
+                got = api[key]
+            except Exception as exc:
+                raise AssertionError(
+                    f"wrote {short_repr(value)} under {short_repr(key)}; reading it back "
+                    f"raised {error_line(exc)}"
+                ) from exc
+            if not strictly_equal(value, got):
+                raise AssertionError(
+                    f"wrote {short_repr(value)} under {short_repr(key)}, read back "
+                    f"{short_repr(got)} (expected an equal value of the same type, "
+                    f"{type(value).__qualname__})"
+                )
+            if key not in api:
+                raise AssertionError(f"wrote {short_repr(key)}, but key in mapping is False")
+        keys = [key for key, _ in written]
+        got_keys = list(api)
+        if Counter(got_keys) != Counter(keys):
             raise AssertionError(
-                f"writing {value!r} under {key!r} raised {exc!r}; expected a mapping to hold "
-                f"str, int, float, bytes, tuple, list, set and dict values"
-            ) from exc
-    for key, value in written.items():
-        got = api[key]
-        if not strictly_equal(value, got):
-            raise AssertionError(
-                f"wrote {value!r} under {key!r}, read back {got!r} "
-                f"(expected an equal value of the same types)"
+                f"wrote the keys {short_repr(keys)}; iteration gave {short_repr(got_keys)} "
+                f"(expected each key once, in any order)"
             )
-    if len(api) != len(written):
-        raise AssertionError(f"wrote {len(written)} distinct keys, len() is {len(api)}")
 
 
 @suite.case("missing_key_raises_key_error")
 def _missing_key_raises_key_error(api: MappingAPI) -> None:
-    try:
-        got = api["absent"]
-    except KeyError:
-        pass
-    else:
-        raise AssertionError(f"expected KeyError reading a key never written, got {got!r}")
-    api["present"] = "value"
-    del api["present"]
-    try:
-        got = api["present"]
-    except KeyError:
-        pass
-    else:
-        raise AssertionError(f"expected KeyError reading a deleted key, got {got!r}")
-    if "absent" in api:
-        raise AssertionError("'absent' in mapping is True for a key never written")
-    got = api.get("absent", "default")
-    if got != "default":
-        raise AssertionError(f"get('absent', 'default') returned {got!r}, expected 'default'")
+    with _SEE:
+        samples = _samples(api)
+        absent, present = samples.key(0), samples.key(1)
+        _expect_key_error(lambda: api[absent], f"reading {absent!r}, a key never written")
+        _put(api, present, samples.value(0))
+        try:
+            del api[present]
+        except Exception as exc:
+            raise AssertionError(
+                f"blocked: deleting {present!r}, just written, raised {error_line(exc)}; "
+                f"delete_missing_raises_key_error owns deleting a key"
+            ) from exc
+        _expect_key_error(lambda: api[present], f"reading {present!r}, a key deleted")
+        if absent in api:
+            raise AssertionError(f"{absent!r} in mapping is True for a key never written")
+        got = _method(api, "get")(absent, _DEFAULT)
+        if got is not _DEFAULT:
+            raise AssertionError(
+                f"get({absent!r}, default) of a key never written returned {short_repr(got)}, "
+                f"not the default"
+            )
 
 
 @suite.case("delete_missing_raises_key_error")
 def _delete_missing_raises_key_error(api: MappingAPI) -> None:
-    api["present"] = "value"
-    try:
-        del api["absent"]
-    except KeyError:
-        pass
-    else:
-        raise AssertionError("expected KeyError deleting a key never written; nothing was raised")
-    if list(api) != ["present"]:
-        raise AssertionError(f"a failed delete changed the keys to {list(api)!r}")
-    del api["present"]
-    try:
-        del api["present"]
-    except KeyError:
-        pass
-    else:
-        raise AssertionError("expected KeyError deleting a key twice; nothing was raised")
+    with _SEE:
+        samples = _samples(api)
+        present, absent, value = samples.key(0), samples.key(1), samples.value(0)
+        _put(api, present, value)
+        try:
+            del api[absent]
+        except KeyError:
+            pass
+        except Exception as exc:
+            raise AssertionError(
+                f"expected KeyError deleting {absent!r}, a key never written; it raised "
+                f"{error_line(exc)}"
+            ) from exc
+        else:
+            raise AssertionError(
+                f"expected KeyError deleting {absent!r}, a key never written; nothing was raised"
+            )
+        if present not in api:
+            raise AssertionError(
+                f"after a failed delete of {absent!r}, {present!r}, written before it, is no "
+                f"longer in the mapping: a failed delete must change nothing"
+            )
+        got = _get(api, present, "after the failed delete")
+        if got != value:
+            raise AssertionError(
+                f"after a failed delete of {absent!r}, {present!r} reads back {short_repr(got)}, "
+                f"not the {short_repr(value)} written: a failed delete must change nothing"
+            )
+        del api[present]
+        _expect_key_error(lambda: api.__delitem__(present), f"deleting {present!r} a second time")
 
 
 @suite.case("pop_missing_raises_key_error")
 def _pop_missing_raises_key_error(api: MappingAPI) -> None:
-    api["present"] = "value"
-    try:
-        got = api.pop("absent")
-    except KeyError:
-        pass
-    else:
-        raise AssertionError(f"expected KeyError from pop() of a missing key, got {got!r}")
-    got = api.pop("absent", "default")
-    if got != "default":
-        raise AssertionError(f"pop('absent', 'default') returned {got!r}, expected 'default'")
-    got = api.pop("present")
-    if got != "value":
-        raise AssertionError(f"pop('present') returned {got!r}, expected 'value'")
-    if "present" in api:
-        raise AssertionError("pop('present') returned the value but left the key in the mapping")
-    got = api.pop("present", "default")
-    if got != "default":
-        raise AssertionError(
-            f"pop('present', 'default') after popping it returned {got!r}, expected 'default'"
-        )
+    with _SEE:
+        samples = _samples(api)
+        present, absent, value = samples.key(0), samples.key(1), samples.value(0)
+        _put(api, present, value)
+        pop = _method(api, "pop")
+        _expect_key_error(lambda: pop(absent), f"from pop({absent!r}) of a key never written")
+        got = pop(absent, _DEFAULT)
+        if got is not _DEFAULT:
+            raise AssertionError(
+                f"pop({absent!r}, default) of a key never written returned {short_repr(got)}, "
+                f"not the default"
+            )
+        got = pop(present)
+        if got != value:
+            raise AssertionError(
+                f"pop({present!r}) returned {short_repr(got)}, expected the value written, "
+                f"{short_repr(value)}"
+            )
+        if present in api:
+            raise AssertionError(
+                f"pop({present!r}) returned the value but left the key in the mapping"
+            )
+        got = pop(present, _DEFAULT)
+        if got is not _DEFAULT:
+            raise AssertionError(
+                f"pop({present!r}, default) after popping it returned {short_repr(got)}, "
+                f"not the default"
+            )
 
 
 @suite.case("is_mutable_mapping")
 def _is_mutable_mapping(api: MappingAPI) -> None:
-    if not isinstance(api, MutableMapping):
-        raise AssertionError(
-            f"expected an instance of collections.abc.MutableMapping, "
-            f"got a {type(api).__qualname__}"
+    with _SEE:
+        if not isinstance(api, MutableMapping):
+            raise AssertionError(
+                f"expected an instance of collections.abc.MutableMapping, "
+                f"got a {type(api).__qualname__}"
+            )
+        samples = _samples(api)
+        (a, b, c), (one, two, three) = (
+            [samples.key(n) for n in range(3)],
+            [samples.value(n) for n in range(3)],
         )
-    api.update({"a": 1}, b=2)
-    if api.setdefault("c", 3) != 3 or api.setdefault("a", 9) != 1:
-        raise AssertionError(
-            f"setdefault() must return the stored value or store the default; the mapping "
-            f"holds {dict(api.items())!r}"
-        )
-    expected = {"a": 1, "b": 2, "c": 3}
-    if api != expected or dict(api.items()) != expected:
-        raise AssertionError(f"after update() and setdefault(), expected {expected!r}, got {api!r}")
-    if set(api.keys()) != set(expected) or sorted(api.values()) != [1, 2, 3]:
-        raise AssertionError(
-            f"keys() and values() disagree with the items {dict(api.items())!r}: "
-            f"{list(api.keys())!r}, {list(api.values())!r}"
-        )
-    key, value = api.popitem()
-    if expected.get(key) != value or key in api or len(api) != 2:
-        raise AssertionError(
-            f"popitem() returned {(key, value)!r} and left {dict(api.items())!r}; expected one "
-            f"of the items {expected!r}, removed"
-        )
+        try:
+            api.update({a: one})
+            api.update([(b, two)])
+            made, kept = api.setdefault(c, three), api.setdefault(a, two)
+        except Exception as exc:
+            raise _refused(
+                api,
+                samples,
+                f"update() or setdefault() with the samples {short_repr([one, two, three])} "
+                f"raised {error_line(exc)}",
+            ) from exc
+        if made != three or kept != one:
+            raise AssertionError(
+                f"setdefault() must return the stored value, or store the default and return "
+                f"it; the mapping holds {short_repr(dict(api.items()))}"
+            )
+        expected = {a: one, b: two, c: three}
+        if api != expected or dict(api.items()) != expected:
+            raise AssertionError(
+                f"after update() and setdefault(), expected {short_repr(expected)}, got "
+                f"{short_repr(dict(api.items()))}"
+            )
+        order = list(api)
+        views = {
+            "keys()": list(api.keys()),
+            "the keys of items()": [key for key, _ in api.items()],
+        }
+        for view, got in views.items():
+            if got != order:
+                raise AssertionError(
+                    f"{view} gave {short_repr(got)}, iteration {short_repr(order)}: the views "
+                    f"must follow iteration"
+                )
+        values = list(api.values())
+        by_key = [api[key] for key in order]
+        if values != by_key:
+            raise AssertionError(
+                f"values() gave {short_repr(values)}; reading the keys in iteration order gave "
+                f"{short_repr(by_key)}"
+            )
+        key, value = api.popitem()
+        if key not in expected or expected[key] != value or key in api or len(api) != 2:
+            raise AssertionError(
+                f"popitem() returned {short_repr((key, value))} and left "
+                f"{short_repr(dict(api.items()))}; expected one of the items "
+                f"{short_repr(expected)}, removed"
+            )
 
 
 @suite.case("overwrite_keeps_length")
 def _overwrite_keeps_length(api: MappingAPI) -> None:
-    api["key"] = "first"
-    api["key"] = "second"
-    if len(api) != 1 or list(api) != ["key"]:
-        raise AssertionError(
-            f"wrote one key twice; expected len() 1 and keys ['key'], "
-            f"got len() {len(api)} and keys {list(api)!r}"
-        )
-    if api["key"] != "second":
-        raise AssertionError(f"overwrote 'first' with 'second', read back {api['key']!r}")
+    with _SEE:
+        samples = _samples(api)
+        key, first, second = samples.key(0), samples.value(0), samples.value(1)
+        _put(api, key, first)
+        api[key] = second
+        if len(api) != 1:
+            raise AssertionError(f"wrote one key, {key!r}, twice; expected len() 1, got {len(api)}")
+        got = _get(api, key, "after overwriting it")
+        if got != second:
+            raise AssertionError(
+                f"overwrote {short_repr(first)} with {short_repr(second)} under {key!r}, read "
+                f"back {short_repr(got)}"
+            )
+
+
+def _unsorted(keys: list[Hashable]) -> list[Hashable]:
+    """The keys in an order that is neither their sorted order nor its reverse."""
+    try:
+        ranked = sorted(keys)  # type: ignore[type-var]  # any keys that sort
+    except TypeError:
+        ranked = sorted(keys, key=repr)
+    return [ranked[index] for index in (3, 0, 4, 1, 2)]
 
 
 @suite.case("iteration_follows_insertion_order")
 def _iteration_follows_insertion_order(api: MappingAPI) -> None:
-    order = ["pear", "apple", "fig", "banana", "cherry"]
-    for index, key in enumerate(order):
-        api[key] = index
-    views = {
-        "list(mapping)": list(api),
-        "keys()": list(api.keys()),
-        "items()": [key for key, _ in api.items()],
-    }
-    for view, got in views.items():
+    with _SEE:
+        samples = _samples(api)
+        order = _unsorted([samples.key(n) for n in range(5)])
+        for key in order:
+            _put(api, key, samples.value(0))
+        got = _iterated(api, order, f"after writing {short_repr(order)}")
         if got != order:
-            raise AssertionError(f"inserted keys in the order {order!r}, {view} gave {got!r}")
-    if list(api.values()) != list(range(len(order))):
-        raise AssertionError(
-            f"values() does not follow insertion order: expected {list(range(len(order)))!r}, "
-            f"got {list(api.values())!r}"
-        )
-    del api["apple"]
-    api["apple"] = 99
-    expected = ["pear", "fig", "banana", "cherry", "apple"]
-    if list(api) != expected:
-        raise AssertionError(
-            f"a key deleted and inserted again goes last, as in a dict: expected {expected!r}, "
-            f"got {list(api)!r}"
-        )
+            raise AssertionError(
+                f"inserted the keys in the order {short_repr(order)}, iteration gave "
+                f"{short_repr(got)}"
+            )
+        again = order[1]
+        del api[again]
+        _put(api, again, samples.value(1))
+        expected = [key for key in order if key != again] + [again]
+        got = _iterated(api, expected, f"after deleting and writing {again!r} again")
+        if got != expected:
+            raise AssertionError(
+                f"a key deleted and written again goes last, as in a dict: expected "
+                f"{short_repr(expected)}, got {short_repr(got)}"
+            )
 
 
 @suite.case("overwrite_keeps_position")
 def _overwrite_keeps_position(api: MappingAPI) -> None:
-    for key in ("a", "b", "c"):
-        api[key] = "first"
-    api["a"] = "second"
-    api["b"] = "a much longer value " * 100  # one that no longer fits where the first one was
-    if list(api) != ["a", "b", "c"]:
-        raise AssertionError(
-            f"wrote 'a', 'b', 'c', then overwrote 'a' and 'b'; expected the keys to keep their "
-            f"places, ['a', 'b', 'c'], got {list(api)!r}"
-        )
+    with _SEE:
+        samples = _samples(api)
+        keys = [samples.key(n) for n in range(3)]
+        for key in keys:
+            _put(api, key, samples.value(0))
+        before = _iterated(api, keys, f"after writing {short_repr(keys)}")
+        api[keys[0]] = samples.value(1)
+        api[keys[1]] = samples.large_value  # one that no longer fits where the first one was
+        after = _iterated(api, keys, "after the overwrites")
+        if after != before:
+            raise AssertionError(
+                f"overwrote {keys[0]!r} and {keys[1]!r} (the second with a much larger value); "
+                f"expected the keys to keep their places, {short_repr(before)}, got "
+                f"{short_repr(after)}"
+            )
+
+
+_ORIGINAL: Final = {"list": ["original"], "count": 1}
+
+
+def _copyable() -> dict[str, Any]:
+    return {"list": ["original"], "count": 1}
 
 
 def _change(value: dict[str, Any]) -> None:
@@ -299,104 +629,171 @@ def _change(value: dict[str, Any]) -> None:
     value["count"] = 2
 
 
-def _expect_unchanged(api: MappingAPI, what: str) -> None:
-    got = api["key"]
-    if got != {"list": ["original"], "count": 1}:
-        raise AssertionError(f"{what}: expected {{'list': ['original'], 'count': 1}}, got {got!r}")
+def _write_mutable(api: MappingAPI, key: object, value: dict[str, Any]) -> None:
+    try:
+        api[key] = value
+    except Exception as exc:
+        raise _refused(
+            api,
+            _samples(api),
+            f"writing the dict {value!r} under {key!r} raised {error_line(exc)}; this case "
+            f"checks that the mapping holds copies of a mutable value (a mapping of immutable "
+            f"values, such as bytes, declares it unsupported)",
+        ) from exc
+
+
+def _expect_unchanged(api: MappingAPI, key: object, what: str) -> None:
+    got = api[key]
+    if got != _ORIGINAL:
+        raise AssertionError(f"{what}: expected {_ORIGINAL!r}, got {short_repr(got)}")
 
 
 @suite.case("stored_value_is_a_copy")
 def _stored_value_is_a_copy(api: MappingAPI) -> None:
-    original: dict[str, Any] = {"list": ["original"], "count": 1}
-    api["key"] = original
-    _change(original)
-    _expect_unchanged(api, "mutating the object after storing it changed what is read back")
+    with _SEE:
+        key = _samples(api).key(0)
+        original = _copyable()
+        _write_mutable(api, key, original)
+        _change(original)
+        _expect_unchanged(api, key, "mutating the object after storing it changed what is read")
 
 
 @suite.case("returned_value_is_a_copy")
 def _returned_value_is_a_copy(api: MappingAPI) -> None:
-    api["key"] = {"list": ["original"], "count": 1}
-    _change(api["key"])
-    _expect_unchanged(api, "mutating a value read back changed the stored one")
+    with _SEE:
+        key = _samples(api).key(0)
+        _write_mutable(api, key, _copyable())
+        _change(api[key])
+        _expect_unchanged(api, key, "mutating a value read back changed the stored one")
 
 
 @suite.case("non_str_keys_round_trip")
 def _non_str_keys_round_trip(api: MappingAPI) -> None:
-    keys: list[object] = [7, b"\x00bytes", ("tuple", 1, (2.5, b"nested"))]
-    for key in keys:
-        api[key] = f"value of {key!r}"
-    for key in keys:
-        got = api[key]
-        if got != f"value of {key!r}":
-            raise AssertionError(f"wrote {f'value of {key!r}'!r} under {key!r}, read {got!r}")
-    iterated = list(api)
-    missing = [key for key in keys if not any(strictly_equal(key, got) for got in iterated)]
-    if missing or len(iterated) != len(keys):
-        raise AssertionError(
-            f"wrote the keys {keys!r}; iteration gave {iterated!r}, expected each key back "
-            f"equal and of the same type"
-        )
+    with _SEE:
+        samples = _samples(api)
+        keys: list[object] = [7, b"\x00bytes", ("tuple", 1, (2.5, b"nested"))]
+        for index, key in enumerate(keys):
+            try:
+                api[key] = samples.value(index)
+            except Exception as exc:
+                raise _refused(
+                    api,
+                    samples,
+                    f"writing under the key {key!r}, a {type(key).__qualname__}, raised "
+                    f"{error_line(exc)}; expected int, bytes and tuple keys to be held",
+                ) from exc
+        for index, key in enumerate(keys):
+            got = api[key]
+            if got != samples.value(index):
+                raise AssertionError(
+                    f"wrote {short_repr(samples.value(index))} under {key!r}, read "
+                    f"{short_repr(got)}"
+                )
+        iterated = list(api)
+        missing = [key for key in keys if not any(strictly_equal(key, got) for got in iterated)]
+        if missing or len(iterated) != len(keys):
+            raise AssertionError(
+                f"wrote the keys {keys!r}; iteration gave {short_repr(iterated)}, expected each "
+                f"key back once, equal and of the same type"
+            )
 
 
 @suite.case("key_equality_follows_python")
 def _key_equality_follows_python(api: MappingAPI) -> None:
-    api[1] = "int"
-    api[True] = "bool"
-    if len(api) != 1:
-        raise AssertionError(
-            f"1 == True, so they are one key; after writing both, len() is {len(api)} and the "
-            f"keys are {list(api)!r}"
-        )
-    for key in (1, True, 1.0):
-        got = api.get(key)
-        if got != "bool":
+    with _SEE:
+        samples = _samples(api)
+        first, second, third = (samples.value(n) for n in range(3))
+        for key, value in ((1, first), (True, second)):
+            try:
+                api[key] = value
+            except Exception as exc:
+                raise _refused(
+                    api,
+                    samples,
+                    f"writing under the key {key!r} raised {error_line(exc)}; expected int and "
+                    f"bool keys to be held",
+                ) from exc
+        keys = list(api)
+        if len(keys) != 1 or keys[0] != 1:
             raise AssertionError(
-                f"wrote 1 then True (one key); reading {key!r} gave {got!r}, expected 'bool'"
+                f"1 == True, so writing 1 then True writes one key; iteration gave the keys "
+                f"{short_repr(keys)}"
             )
-    api["1"] = "str"
-    if len(api) != 2 or api[1] != "bool" or api["1"] != "str":
-        raise AssertionError(
-            f"1 != '1', so they are two keys; got len() {len(api)} and the items "
-            f"{list(api.items())!r}"
-        )
-    if list(api) != [1, "1"]:
-        raise AssertionError(f"expected the keys [1, '1'], got {list(api)!r}")
+        for alias in (1, True, 1.0):
+            got = api[alias]
+            if got != second:
+                raise AssertionError(
+                    f"wrote {short_repr(first)} under 1 then {short_repr(second)} under True "
+                    f"(one key); reading {alias!r} gave {short_repr(got)}"
+                )
+        api["1"] = third
+        keys = list(api)
+        numbers = [key for key in keys if key == 1 and not isinstance(key, str)]
+        if len(keys) != 2 or len(numbers) != 1 or "1" not in keys:
+            raise AssertionError(
+                f"1 != '1', so they are two keys; iteration gave the keys {short_repr(keys)}"
+            )
+        if api[1] != second or api["1"] != third:
+            raise AssertionError(
+                f"after writing '1', 1 reads {short_repr(api[1])} (expected "
+                f"{short_repr(second)}) and '1' reads {short_repr(api['1'])} (expected "
+                f"{short_repr(third)})"
+            )
 
 
 @suite.case("none_value_round_trips")
 def _none_value_round_trips(api: MappingAPI) -> None:
-    api["none"] = None
-    if "none" not in api or len(api) != 1:
-        raise AssertionError(
-            f"wrote None under 'none'; expected the key to be present, got 'none' in mapping "
-            f"{'none' in api} and len() {len(api)}"
-        )
-    got = api["none"]
-    if got is not None:
-        raise AssertionError(f"wrote None under 'none', read back {got!r}")
-    got = api.get("none", "default")
-    if got is not None:
-        raise AssertionError(f"get('none', 'default') returned {got!r}; the stored value is None")
-    if list(api.items()) != [("none", None)]:
-        raise AssertionError(f"expected the items [('none', None)], got {list(api.items())!r}")
+    with _SEE:
+        samples = _samples(api)
+        key = samples.key(0)
+        try:
+            api[key] = None
+        except Exception as exc:
+            raise _refused(
+                api,
+                samples,
+                f"writing None under {key!r} raised {error_line(exc)}; None is a value like "
+                f"any other",
+            ) from exc
+        if key not in api:
+            raise AssertionError(f"wrote None under {key!r}; key in mapping is then False")
+        got = api[key]
+        if got is not None:
+            raise AssertionError(f"wrote None under {key!r}, read back {short_repr(got)}")
+        got = _method(api, "get")(key, _DEFAULT)
+        if got is not None:
+            raise AssertionError(
+                f"get({key!r}, default) returned {short_repr(got)}; the stored value is None"
+            )
+        iterated = list(api)
+        if iterated != [key]:
+            raise AssertionError(
+                f"wrote None under {key!r} only; iteration gave {short_repr(iterated)}"
+            )
 
 
 @suite.case("clear_empties")
 def _clear_empties(api: MappingAPI) -> None:
-    for key in ("a", "b", "c"):
-        api[key] = key
-    api.clear()
-    if len(api) != 0 or list(api) != [] or "a" in api:
-        raise AssertionError(
-            f"after clear(), expected an empty mapping; got len() {len(api)} and the keys "
-            f"{list(api)!r}"
-        )
-    api["d"] = "d"
-    if list(api.items()) != [("d", "d")]:
-        raise AssertionError(
-            f"after clear() and one write, expected the items [('d', 'd')], "
-            f"got {list(api.items())!r}"
-        )
+    with _SEE:
+        samples = _samples(api)
+        keys = [samples.key(n) for n in range(3)]
+        for key in keys:
+            _put(api, key, samples.value(0))
+        _method(api, "clear")()
+        left = list(api)
+        if len(api) != 0 or left or keys[0] in api:
+            raise AssertionError(
+                f"after clear(), expected an empty mapping; got len() {len(api)} and the keys "
+                f"{short_repr(left)}"
+            )
+        key, value = samples.key(3), samples.value(1)
+        _put(api, key, value)
+        got = _get(api, key, "after clear() and a write")
+        if got != value or len(api) != 1:
+            raise AssertionError(
+                f"after clear() and one write of {short_repr(value)} under {key!r}, expected "
+                f"it to read back and len() 1; read {short_repr(got)}, len() {len(api)}"
+            )
 
 
 class _UnloadableError(Exception):
@@ -407,97 +804,233 @@ class _UnloadableError(Exception):
         self.code = code
 
 
+def _awkward_keys() -> list[tuple[str, object]]:
+    return [
+        ("an unhashable key", ["a", "list"]),
+        ("a key of a class without value equality", object()),
+        ("a NaN key", math.nan),
+    ]
+
+
+def _awkward_values() -> list[tuple[str, object]]:
+    falsy: tuple[object, ...] = (0, 0.0, "", [], {}, False)  # None: none_value_round_trips
+    return [
+        ("a value that cannot be pickled (a lock)", threading.Lock()),
+        ("a value that pickles but cannot be unpickled", _UnloadableError(1, "x")),
+        *((f"the falsy value {value!r}", value) for value in falsy),
+    ]
+
+
+def _comparable(value: object) -> bool:
+    """Whether a value read back can be compared with the one written: locks and errors cannot."""
+    return not isinstance(value, type(threading.Lock()) | BaseException)
+
+
+def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
+    """
+    Say how a key is present after a write of it raised, or ``None`` if ``in``, ``get``
+    and ``[]`` all find it absent. A key the store refused may also be refused by the
+    lookups, with any error, as the write refused it; a sample key may not.
+    """
+    refusals: tuple[type[Exception], ...] = (Exception,) if refused_key else ()
+    try:
+        if key in api:
+            return "key in mapping is True"
+    except refusals:
+        pass
+    except Exception as exc:
+        return f"key in mapping raises {error_line(exc)}"
+    try:
+        got = api.get(key, _DEFAULT) if hasattr(api, "get") else _DEFAULT
+    except refusals:
+        got = _DEFAULT
+    except Exception as exc:
+        return f"get() raises {error_line(exc)}"
+    if got is not _DEFAULT:
+        return f"get() returns {short_repr(got)}"
+    try:
+        got = api[key]
+    except KeyError:
+        return None
+    except refusals:
+        return None
+    except Exception as exc:
+        return f"mapping[key] raises {error_line(exc)}, not KeyError"
+    return f"mapping[key] returns {short_repr(got)}"
+
+
+def _keys_shown(api: MappingAPI) -> list[str]:
+    """The keys iteration gives, as sorted reprs: comparable whatever the keys are."""
+    return sorted(map(repr, api))
+
+
+def _written_back(api: MappingAPI, key: object, value: object, doing: str) -> None:
+    """After a write that succeeded, the value must read back: the store could hold it."""
+    try:
+        got = api[key]
+    except Exception as exc:
+        raise AssertionError(
+            f"{doing} succeeded, but reading it back raised {error_line(exc)}: a store that "
+            f"cannot hold it must raise at the write"
+        ) from exc
+    same = strictly_equal(value, got) if _comparable(value) else type(got) is type(value)
+    if not same:
+        raise AssertionError(
+            f"{doing} succeeded, but it reads back as {short_repr(got)}: a store that cannot "
+            f"hold it must raise at the write"
+        )
+
+
+def _lost(api: MappingAPI, key: object, value: object) -> str | None:
+    """Say how ``key`` no longer holds ``value``, or ``None`` if it does."""
+    if key not in api:
+        return f"{short_repr(key)} is no longer in the mapping"
+    try:
+        got = api[key]
+    except Exception as exc:
+        return f"reading {short_repr(key)} raises {error_line(exc)}"
+    if not _comparable(got) or got != value:
+        return f"{short_repr(key)} now holds {short_repr(got)}"
+    return None
+
+
 @suite.case("errors_surface_at_the_failing_call")
 def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
-    awkward: list[tuple[str, object, object]] = [
-        ("an unhashable key", ["a", "list"], "value"),
-        ("a key of a class without value equality", object(), "value"),
-        ("a NaN key", math.nan, "value"),
-        ("a value that cannot be pickled (a lock)", "lock", threading.Lock()),
-        ("a value that pickles but cannot be unpickled", "unloadable", _UnloadableError(1, "x")),
-    ]
-    for description, key, value in awkward:
-        before = list(api)
-        try:
-            api[key] = value
-        except Exception:
-            after = list(api)
-            if after != before:
+    with _SEE:
+        samples = _samples(api)
+        kept_key, kept = samples.key(0), samples.value(0)
+        _put(api, kept_key, kept)
+        fresh = iter(range(10, 10**6))
+        for what, key in _awkward_keys():
+            before = _keys_shown(api)
+            try:
+                api[key] = samples.value(1)
+            except Exception:
+                trace = _absent(api, key, refused_key=True)
+                after = _keys_shown(api)
+                if trace is not None or after != before:
+                    change = trace or (
+                        f"the keys went from {', '.join(before)} to {', '.join(after)}"
+                    )
+                    raise AssertionError(
+                        f"writing under {what} raised, as it may, but left a trace: {change}; "
+                        f"a write that raises must leave the mapping as it was"
+                    ) from None
+                continue
+            doing = f"writing {short_repr(samples.value(1))} under {what} ({short_repr(key)})"
+            _written_back(api, key, samples.value(1), doing)
+        for what, value in _awkward_values():
+            key = samples.key(next(fresh))
+            try:
+                api[key] = value
+            except Exception:
+                trace = _absent(api, key, refused_key=False)
+                if trace is not None:
+                    raise AssertionError(
+                        f"writing {what} under {short_repr(key)} raised, as it may, but left a "
+                        f"trace: {trace}; a write that raises must leave the mapping as it was"
+                    ) from None
+            else:
+                _written_back(api, key, value, f"writing {what} under {short_repr(key)}")
+            try:
+                api[kept_key] = value
+            except Exception:
+                lost = _lost(api, kept_key, kept)
+                if lost is not None:
+                    raise AssertionError(
+                        f"overwriting {short_repr(kept_key)}, which held {short_repr(kept)}, with "
+                        f"{what} raised, as it may, but {lost}: a refused overwrite keeps the "
+                        f"old value"
+                    ) from None
+            else:
+                doing = f"writing {what} over {short_repr(kept)} under {short_repr(kept_key)}"
+                _written_back(api, kept_key, value, doing)
+                _put(api, kept_key, kept)
+        later_key, later = samples.key(next(fresh)), samples.value(2)
+        later_calls: list[tuple[str, Callable[[], object]]] = [
+            ("len(mapping)", lambda: len(api)),
+            ("list(mapping)", lambda: list(api)),
+            ("copying it, {key: mapping[key] for key in mapping},", lambda: _copied(api)),
+            (
+                f"writing {short_repr(later)} under {short_repr(later_key)}",
+                lambda: _set(api, later_key, later),
+            ),
+            (f"reading {short_repr(later_key)}", lambda: api[later_key]),
+        ]
+        for call, function in later_calls:
+            try:
+                function()
+            except Exception as exc:
                 raise AssertionError(
-                    f"writing {description} raised, as it may, but changed the keys from "
-                    f"{before!r} to {after!r}: a failed write must leave the mapping as it was"
-                ) from None
-            continue
-        try:
-            got = api[key]
-        except Exception as exc:
+                    f"{call} raised {error_line(exc)} after the awkward writes: an error must "
+                    f"surface at the write that caused it, not at a later, unrelated call"
+                ) from exc
+        got = api[later_key]
+        if got != later:
             raise AssertionError(
-                f"writing {description} ({short_repr(key)}: {short_repr(value)}) succeeded, "
-                f"but reading it back raised {exc!r}: a store that cannot hold it must raise at "
-                f"the write"
-            ) from exc
-        if type(got) is not type(value) or (isinstance(value, str) and got != value):
-            raise AssertionError(
-                f"writing {description} ({short_repr(key)}: {short_repr(value)}) succeeded, "
-                f"but it read back as {short_repr(got)}: a store that cannot hold it must raise "
-                f"at the write"
+                f"after the awkward writes, wrote {short_repr(later)} under "
+                f"{short_repr(later_key)}, read back {short_repr(got)}"
             )
-    api["after"] = "fine"
-    later: list[tuple[str, Callable[[], object]]] = [
-        ("mapping['after']", lambda: api["after"]),
-        ("len(mapping)", lambda: len(api)),
-        ("list(mapping)", lambda: list(api)),
-        ("list(mapping.values())", lambda: list(api.values())),
-        ("list(mapping.items())", lambda: list(api.items())),
-        ("dict(mapping)", lambda: dict(api)),
-    ]
-    for call, function in later:
-        try:
-            function()
-        except Exception as exc:
-            raise AssertionError(
-                f"{call} raised {exc!r} after the awkward writes: an error must surface at the "
-                f"write that caused it, not at a later, unrelated call"
-            ) from exc
-    if api["after"] != "fine":
-        raise AssertionError(f"wrote 'fine' under 'after', read back {api['after']!r}")
+
+
+def _set(api: MappingAPI, key: object, value: object) -> None:
+    api[key] = value
+
+
+def _copied(api: MappingAPI) -> dict[Any, Any]:
+    return {key: api[key] for key in list(api)}
+
+
+def _held(api: MappingAPI, key: object) -> object:
+    """What ``api[key]`` gives, or ``None`` if it raises KeyError."""
+    try:
+        return api[key]
+    except KeyError:
+        return None
 
 
 @suite.case("shared_handle_is_thread_safe")
 async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
-    def value(thread: int, number: int) -> str:
-        return f"value {number} of thread {thread} " + "." * 64
+    with _SEE:
+        samples = _samples(api)
+        probe = samples.key(0)
+        _put(api, probe, samples.value(0))
+        _get(api, probe, "right after writing it")
+        del api[probe]
 
-    def write_and_read(thread: int) -> list[str]:
-        for number in range(_KEYS_PER_THREAD):
-            api[f"thread-{thread}-key-{number}"] = value(thread, number)
-        return [
-            f"thread-{thread}-key-{number}"
-            for number in range(_KEYS_PER_THREAD)
-            if api[f"thread-{thread}-key-{number}"] != value(thread, number)
+        def number(thread: int, index: int) -> int:
+            return 1000 + thread * _KEYS_PER_THREAD + index
+
+        def write_and_read(thread: int) -> list[object]:
+            for index in range(_KEYS_PER_THREAD):
+                n = number(thread, index)
+                api[samples.key(n)] = samples.value(n)
+            return [
+                samples.key(number(thread, index))
+                for index in range(_KEYS_PER_THREAD)
+                if api[samples.key(number(thread, index))] != samples.value(number(thread, index))
+            ]
+
+        outcomes = await race_in_threads(_THREADS, write_and_read, timeout=30.0)
+        broken = [key for keys in outcomes.all_succeed() for key in keys]
+        if broken:
+            raise AssertionError(
+                f"{_THREADS} threads each wrote {_KEYS_PER_THREAD} distinct keys through one "
+                f"shared mapping; {len(broken)} values did not read back intact in their "
+                f"thread, such as {short_repr(broken[:3])}"
+            )
+        numbers = [
+            number(thread, index) for thread in range(_THREADS) for index in range(_KEYS_PER_THREAD)
         ]
-
-    outcomes = await race_in_threads(_THREADS, write_and_read, timeout=30.0)
-    broken = [key for keys in outcomes.all_succeed() for key in keys]
-    if broken:
-        raise AssertionError(
-            f"{_THREADS} threads each wrote {_KEYS_PER_THREAD} distinct keys through one "
-            f"shared mapping; {len(broken)} values did not read back intact in their thread, "
-            f"such as {broken[:3]!r}"
-        )
-    wrong = [
-        (f"thread-{thread}-key-{number}", api.get(f"thread-{thread}-key-{number}"))
-        for thread in range(_THREADS)
-        for number in range(_KEYS_PER_THREAD)
-        if api.get(f"thread-{thread}-key-{number}") != value(thread, number)
-    ]
-    total = _THREADS * _KEYS_PER_THREAD
-    if wrong or len(api) != total:
-        raise AssertionError(
-            f"{_THREADS} threads each wrote {_KEYS_PER_THREAD} distinct keys through one shared "
-            f"mapping; afterwards len() is {len(api)} (expected {total}) and {len(wrong)} values "
-            f"are not intact, such as {wrong[:2]!r}"
-        )
+        held = {n: _held(api, samples.key(n)) for n in numbers}
+        wrong = [(samples.key(n), held[n]) for n in numbers if held[n] != samples.value(n)]
+        total = len(numbers)
+        if wrong or len(api) != total:
+            raise AssertionError(
+                f"{_THREADS} threads each wrote {_KEYS_PER_THREAD} distinct keys through one "
+                f"shared mapping; afterwards len() is {len(api)} (expected {total}) and "
+                f"{len(wrong)} values are not intact, such as {short_repr(wrong[:2])}"
+            )
 
 
 # --------------------------------------------------------------------------- reference stores

@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Final, Literal, Protocol, TypeAlias, final, get_args
 
@@ -45,7 +45,15 @@ from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
 from .._util import short_repr
-from ._support import AsyncSqliteStore, connect, scope_table, temporary_directory, transaction
+from ._support import (
+    AsyncSqliteStore,
+    NamedError,
+    PointAt,
+    connect,
+    scope_table,
+    temporary_directory,
+    transaction,
+)
 
 __all__ = [
     "DirectoryNotEmpty",
@@ -228,6 +236,7 @@ suite = ContractSuite(feature)
 # --------------------------------------------------------------------------- cases
 
 _LARGE: Final = bytes(range(256)) * 1024  # 256 KiB: more than any one buffer or page
+_SEE: Final = PointAt("docs/profile-workspace.md#failure-modes")
 
 _INVALID_PATHS: Final = (
     "",
@@ -248,22 +257,39 @@ _INVALID_PATHS: Final = (
 )
 
 
+_INVALID: Final = NamedError(InvalidPath, (ValueError,))
+_NOT_FOUND: Final = NamedError(NotFound, (FileNotFoundError,))
+_NOT_A_DIRECTORY: Final = NamedError(NotADirectory, (NotADirectoryError,))
+_IS_A_DIRECTORY: Final = NamedError(IsADirectory, (IsADirectoryError,))
+# EEXIST: what rmdir() of a non-empty directory sets on some systems.
+_NOT_EMPTY: Final = NamedError(DirectoryNotEmpty, (OSError,), (errno.ENOTEMPTY, errno.EEXIST))
+
+
 async def _raises(
-    expected: type[Exception], call: str, operation: Callable[[], Awaitable[object]]
+    expected: NamedError, call: str, operation: Callable[[], Awaitable[object]]
 ) -> Exception:
     """Await ``operation()`` and return the ``expected`` error it raises; fail otherwise."""
     try:
         outcome = await operation()
-    except expected as exc:
-        return exc
     except Exception as exc:
-        raise AssertionError(
-            f"expected {call} to raise {expected.__name__}, it raised {exc!r}"
-        ) from exc
-    raise AssertionError(f"expected {call} to raise {expected.__name__}, it returned {outcome!r}")
+        if expected.matches(exc):
+            return exc
+        raise AssertionError(f"expected {call} to raise {expected}, it raised {exc!r}") from exc
+    raise AssertionError(f"expected {call} to raise {expected}, it returned {outcome!r}")
 
 
-async def _expect_read(api: WorkspaceAPI, path: str, expected: bytes | None, when: str) -> None:
+async def _setup(api: WorkspaceAPI, paths: Iterable[str], owner: str) -> None:
+    """Write each path (its own name as bytes); a write that fails blocks the case."""
+    for path in paths:
+        try:
+            await api.write(path, path.encode())
+        except Exception as exc:
+            raise AssertionError(
+                f"blocked: writing {path!r} raised {exc!r}; {owner} owns that"
+            ) from exc
+
+
+async def _expect_read(api: WorkspaceAPI, path: str, expected: bytes, when: str) -> None:
     got = await api.read(path)
     if got != expected:
         raise AssertionError(
@@ -271,10 +297,15 @@ async def _expect_read(api: WorkspaceAPI, path: str, expected: bytes | None, whe
         )
 
 
-async def _expect_list(api: WorkspaceAPI, path: str, expected: list[str], when: str) -> None:
+async def _expect_names(api: WorkspaceAPI, path: str, expected: list[str], when: str) -> list[str]:
+    """The names ``list(path)`` gives, which must be ``expected`` in some order."""
     got = await api.list(path)
-    if got != expected:
-        raise AssertionError(f"expected list({path!r}) {when} to give {expected!r}, got {got!r}")
+    if not isinstance(got, list) or sorted(got) != sorted(expected):
+        raise AssertionError(
+            f"expected list({path!r}) {when} to give the names {sorted(expected)!r}, in any "
+            f"order; got {got!r}"
+        )
+    return got
 
 
 async def _expect_exists(api: WorkspaceAPI, path: str, expected: bool, when: str) -> None:
@@ -285,89 +316,104 @@ async def _expect_exists(api: WorkspaceAPI, path: str, expected: bool, when: str
 
 @suite.case("read_your_writes")
 async def _read_your_writes(api: WorkspaceAPI) -> None:
-    written: dict[str, bytes] = {}
-    for path, data in (
-        ("/notes.txt", b"first note"),
-        ("/binary.bin", bytes(range(256))),
-        ("/empty", b""),
-        ("/large.bin", _LARGE),
-    ):
-        await _expect_read(api, path, None, "before any write")
-        await api.write(path, data)
-        await _expect_read(api, path, data, "right after writing it")
-        await _expect_exists(api, path, True, "right after writing it")
-        written[path] = data
-        for earlier, kept in written.items():
-            await _expect_read(api, earlier, kept, f"after writing {path!r}")
+    with _SEE:
+        written: dict[str, bytes] = {}
+        for path, data in (
+            ("/notes.txt", b"first note"),
+            ("/binary.bin", bytes(range(256))),
+            ("/empty", b""),
+            ("/large.bin", _LARGE),
+        ):
+            await api.write(path, data)
+            await _expect_read(api, path, data, "right after writing it")
+            await _expect_exists(api, path, True, "right after writing it")
+            written[path] = data
+            for earlier, kept in written.items():
+                await _expect_read(api, earlier, kept, f"after writing {path!r}")
 
 
 @suite.case("missing_reads_none")
 async def _missing_reads_none(api: WorkspaceAPI) -> None:
-    await api.write("/dir/file.txt", b"present")
-    for path in (
-        "/never-written",
-        "/no/such/deep/path",
-        "/dir/other.txt",
-        "/dir/file.txt.bak",
-        "/di",
-        "/dir/file.txt/beneath",
-    ):
-        await _expect_read(api, path, None, "of a path never written")
-        await _expect_exists(api, path, False, "of a path never written")
+    with _SEE:
+        await _setup(api, ["/dir/file.txt"], "nested_write_creates_parents")
+        for path in (
+            "/never-written",
+            "/no/such/deep/path",
+            "/dir/other.txt",
+            "/dir/file.txt.bak",
+            "/di",
+            "/dir/file.txt/beneath",
+        ):
+            got = await api.read(path)
+            if got is not None:
+                raise AssertionError(
+                    f"expected read({path!r}) of a path never written to give None, got "
+                    f"{short_repr(got)}"
+                )
+            await _expect_exists(api, path, False, "of a path never written")
 
 
 @suite.case("overwrite_replaces")
 async def _overwrite_replaces(api: WorkspaceAPI) -> None:
-    await api.write("/f.txt", b"a long first version")
-    await api.write("/f.txt", b"short")
-    await _expect_read(api, "/f.txt", b"short", "after overwriting a longer file")
-    await api.write("/f.txt", b"")
-    await _expect_read(api, "/f.txt", b"", "after overwriting with empty bytes")
-    await _expect_list(api, "/", ["f.txt"], "after three writes of one path")
+    with _SEE:
+        await api.write("/f.txt", b"a long first version")
+        await api.write("/f.txt", b"short")
+        await _expect_read(api, "/f.txt", b"short", "after overwriting a longer file")
+        await api.write("/f.txt", b"")
+        await _expect_read(api, "/f.txt", b"", "after overwriting with empty bytes")
+        await _expect_names(api, "/", ["f.txt"], "after three writes of one path")
 
 
 @suite.case("bytes_cloned_on_write")
 async def _bytes_cloned_on_write(api: WorkspaceAPI) -> None:
-    buffer = bytearray(b"original")
-    await api.write("/buffer.bin", buffer)
-    buffer[:] = b"MUTATED!"
-    await _expect_read(api, "/buffer.bin", b"original", "after the bytearray written was changed")
-    backing = bytearray(b"viewed")
-    await api.write("/view.bin", memoryview(backing))
-    backing[:] = b"CHANGE"
-    await _expect_read(
-        api, "/view.bin", b"viewed", "after the buffer under the memoryview written was changed"
-    )
+    with _SEE:
+        buffer = bytearray(b"original")
+        await api.write("/buffer.bin", buffer)
+        buffer[:] = b"MUTATED!"
+        await _expect_read(
+            api, "/buffer.bin", b"original", "after the bytearray written was changed"
+        )
+        backing = bytearray(b"viewed")
+        await api.write("/view.bin", memoryview(backing))
+        backing[:] = b"CHANGE"
+        await _expect_read(
+            api, "/view.bin", b"viewed", "after the buffer under the memoryview written was changed"
+        )
 
 
 @suite.case("bytes_cloned_on_read")
 async def _bytes_cloned_on_read(api: WorkspaceAPI) -> None:
-    await api.write("/data.bin", b"original")
-    first = await api.read("/data.bin")
-    if first is None:
-        raise AssertionError("expected read('/data.bin') to give b'original', got None")
-    with memoryview(first) as view:
-        if not view.readonly:
-            view[:1] = b"X"
-    await _expect_read(
-        api, "/data.bin", b"original", f"after changing the {type(first).__name__} a read returned"
-    )
-    if type(first) is not bytes:
-        raise AssertionError(
-            f"expected read() to return immutable bytes, got a {type(first).__name__}"
+    with _SEE:
+        await api.write("/data.bin", b"original")
+        first = await api.read("/data.bin")
+        if first is None:
+            raise AssertionError("expected read('/data.bin') to give b'original', got None")
+        with memoryview(first) as view:
+            if not view.readonly:
+                view[:1] = b"X"
+        await _expect_read(
+            api,
+            "/data.bin",
+            b"original",
+            f"after changing the {type(first).__name__} a read returned",
         )
+        if type(first) is not bytes:
+            raise AssertionError(
+                f"expected read() to return immutable bytes, got a {type(first).__name__}"
+            )
 
 
 @suite.case("nested_write_creates_parents")
 async def _nested_write_creates_parents(api: WorkspaceAPI) -> None:
-    await api.write("/a/b/c/d.txt", b"deep")
-    for parent in ("/a", "/a/b", "/a/b/c"):
-        await _expect_exists(api, parent, True, "after writing '/a/b/c/d.txt'")
-    for path, names in (("/", ["a"]), ("/a", ["b"]), ("/a/b", ["c"]), ("/a/b/c", ["d.txt"])):
-        await _expect_list(api, path, names, "after writing '/a/b/c/d.txt'")
-    await api.write("/a/b/e.txt", b"sibling")
-    await _expect_list(api, "/a/b", ["c", "e.txt"], "after writing '/a/b/e.txt' too")
-    await _expect_read(api, "/a/b/c/d.txt", b"deep", "after writing '/a/b/e.txt' too")
+    with _SEE:
+        await api.write("/a/b/c/d.txt", b"deep")
+        for parent in ("/a", "/a/b", "/a/b/c"):
+            await _expect_exists(api, parent, True, "after writing '/a/b/c/d.txt'")
+        for path, names in (("/", ["a"]), ("/a", ["b"]), ("/a/b", ["c"]), ("/a/b/c", ["d.txt"])):
+            await _expect_names(api, path, names, "after writing '/a/b/c/d.txt'")
+        await api.write("/a/b/e.txt", b"sibling")
+        await _expect_names(api, "/a/b", ["c", "e.txt"], "after writing '/a/b/e.txt' too")
+        await _expect_read(api, "/a/b/c/d.txt", b"deep", "after writing '/a/b/e.txt' too")
 
 
 _PRECISION_PATHS: Final = ("/a/x.txt", "/a/sub/y.txt", "/ab/z.txt", "/a.txt", "/a-b/w.txt")
@@ -375,134 +421,146 @@ _PRECISION_PATHS: Final = ("/a/x.txt", "/a/sub/y.txt", "/ab/z.txt", "/a.txt", "/
 
 @suite.case("listing_names_direct_children")
 async def _listing_names_direct_children(api: WorkspaceAPI) -> None:
-    for path in _PRECISION_PATHS:
-        await api.write(path, path.encode())
-    when = f"after writing {', '.join(_PRECISION_PATHS)}"
-    await _expect_list(api, "/", ["a", "a-b", "a.txt", "ab"], when)
-    await _expect_list(api, "/a", ["sub", "x.txt"], when)
-    await _expect_list(api, "/a/sub", ["y.txt"], when)
-    await _expect_list(api, "/ab", ["z.txt"], when)
+    with _SEE:
+        await _setup(api, _PRECISION_PATHS, "nested_write_creates_parents")
+        when = f"after writing {', '.join(_PRECISION_PATHS)}"
+        await _expect_names(api, "/", ["a", "a-b", "a.txt", "ab"], when)
+        await _expect_names(api, "/a", ["sub", "x.txt"], when)
+        await _expect_names(api, "/a/sub", ["y.txt"], when)
+        await _expect_names(api, "/ab", ["z.txt"], when)
 
 
 @suite.case("listing_is_sorted")
 async def _listing_is_sorted(api: WorkspaceAPI) -> None:
-    names = ["zulu", "9", "Alpha", "mid", "été", "10", "_x", "beta", "a b"]
-    for name in names:
-        if name == "mid":
-            await api.write("/mid/inner.txt", b"a directory among the files")
-        else:
-            await api.write(f"/{name}", name.encode())
-    await _expect_list(
-        api, "/", sorted(names), f"after writing {names!r} in that order (code-point order)"
-    )
+    with _SEE:
+        names = ["zulu", "9", "Alpha", "mid", "été", "10", "_x", "beta", "a b"]
+        paths = ["/mid/inner.txt" if name == "mid" else f"/{name}" for name in names]
+        await _setup(api, paths, "nested_write_creates_parents")
+        when = f"after writing {names!r} in that order"
+        try:
+            got = await _expect_names(api, "/", names, when)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"blocked: {exc}; listing_names_direct_children owns which names a listing gives"
+            ) from exc
+        if got != sorted(names):
+            raise AssertionError(
+                f"expected list('/') {when} to give the names in code-point order, "
+                f"{sorted(names)!r}; got {got!r}"
+            )
 
 
 @suite.case("file_directory_conflicts_raise")
 async def _file_directory_conflicts_raise(api: WorkspaceAPI) -> None:
-    await api.write("/d/f.txt", b"file")
-    await _raises(IsADirectory, "write('/d', ...) over a directory", partial(api.write, "/d", b"x"))
-    await _raises(IsADirectory, "write('/', ...)", partial(api.write, "/", b"x"))
-    await _raises(IsADirectory, "read('/d') of a directory", partial(api.read, "/d"))
-    await _raises(IsADirectory, "read('/')", partial(api.read, "/"))
-    await _raises(
-        NotADirectory,
-        "write('/d/f.txt/g', ...) beneath a file",
-        partial(api.write, "/d/f.txt/g", b"x"),
-    )
-    await _raises(NotADirectory, "list('/d/f.txt') of a file", partial(api.list, "/d/f.txt"))
-    when = "after the refused operations"
-    await _expect_list(api, "/d", ["f.txt"], when)
-    await _expect_read(api, "/d/f.txt", b"file", when)
+    with _SEE:
+        await _setup(api, ["/d/f.txt"], "nested_write_creates_parents")
+        await _raises(
+            _IS_A_DIRECTORY, "write('/d', ...) over a directory", partial(api.write, "/d", b"x")
+        )
+        await _raises(_IS_A_DIRECTORY, "write('/', ...)", partial(api.write, "/", b"x"))
+        await _raises(_IS_A_DIRECTORY, "read('/d') of a directory", partial(api.read, "/d"))
+        await _raises(_IS_A_DIRECTORY, "read('/')", partial(api.read, "/"))
+        await _raises(
+            _NOT_A_DIRECTORY,
+            "write('/d/f.txt/g', ...) beneath a file",
+            partial(api.write, "/d/f.txt/g", b"x"),
+        )
+        await _raises(_NOT_A_DIRECTORY, "list('/d/f.txt') of a file", partial(api.list, "/d/f.txt"))
+        when = "after the refused operations"
+        await _expect_names(api, "/d", ["f.txt"], when)
+        await _expect_read(api, "/d/f.txt", b"/d/f.txt", when)
 
 
 @suite.case("missing_list_and_remove_raise")
 async def _missing_list_and_remove_raise(api: WorkspaceAPI) -> None:
-    await api.write("/file.txt", b"kept")
-    for path in ("/missing", "/missing/deeper", "/file.txt/beneath"):
-        await _raises(NotFound, f"list({path!r})", partial(api.list, path))
-        await _raises(NotFound, f"remove({path!r})", partial(api.remove, path))
-        await _raises(
-            NotFound,
-            f"remove({path!r}, recursive=True)",
-            partial(api.remove, path, recursive=True),
-        )
-    await _expect_read(api, "/file.txt", b"kept", "after the refused operations")
+    with _SEE:
+        await api.write("/file.txt", b"kept")
+        for path in ("/missing", "/missing/deeper", "/file.txt/beneath"):
+            await _raises(_NOT_FOUND, f"list({path!r})", partial(api.list, path))
+            await _raises(_NOT_FOUND, f"remove({path!r})", partial(api.remove, path))
+            await _raises(
+                _NOT_FOUND,
+                f"remove({path!r}, recursive=True)",
+                partial(api.remove, path, recursive=True),
+            )
+        await _expect_read(api, "/file.txt", b"kept", "after the refused operations")
 
 
 @suite.case("remove_is_precise")
 async def _remove_is_precise(api: WorkspaceAPI) -> None:
-    for path in _PRECISION_PATHS:
-        await api.write(path, path.encode())
-    await api.remove("/a/x.txt")
-    await _expect_read(api, "/a/x.txt", None, "after removing it")
-    await _expect_read(api, "/a/sub/y.txt", b"/a/sub/y.txt", "after removing '/a/x.txt'")
-    await api.remove("/a/sub/y.txt")
-    await _expect_list(api, "/a/sub", [], "after removing its only file (directories persist)")
-    await api.remove("/a/sub")
-    await _expect_exists(api, "/a/sub", False, "after removing the empty directory")
-    await api.remove("/a.txt", recursive=True)
-    await _expect_read(api, "/a.txt", None, "after removing it with recursive=True")
-    await api.write("/a/q/r.txt", b"r")
-    await api.remove("/a", recursive=True)
-    when = "after remove('/a', recursive=True)"
-    await _expect_exists(api, "/a", False, when)
-    await _expect_read(api, "/a/q/r.txt", None, when)
-    await _expect_read(api, "/ab/z.txt", b"/ab/z.txt", when)
-    await _expect_read(api, "/a-b/w.txt", b"/a-b/w.txt", when)
-    await _expect_list(api, "/", ["a-b", "ab"], when)
+    with _SEE:
+        await _setup(api, _PRECISION_PATHS, "nested_write_creates_parents")
+        await api.remove("/a/x.txt")
+        await _expect_exists(api, "/a/x.txt", False, "after removing it")
+        await _expect_read(api, "/a/sub/y.txt", b"/a/sub/y.txt", "after removing '/a/x.txt'")
+        await api.remove("/a/sub/y.txt")
+        await _expect_names(api, "/a/sub", [], "after removing its only file (directories persist)")
+        await api.remove("/a/sub")
+        await _expect_exists(api, "/a/sub", False, "after removing the empty directory")
+        await api.remove("/a.txt", recursive=True)
+        await _expect_exists(api, "/a.txt", False, "after removing it with recursive=True")
+        await _setup(api, ["/a/q/r.txt"], "nested_write_creates_parents")
+        await api.remove("/a", recursive=True)
+        when = "after remove('/a', recursive=True)"
+        await _expect_exists(api, "/a", False, when)
+        await _expect_exists(api, "/a/q/r.txt", False, when)
+        await _expect_read(api, "/ab/z.txt", b"/ab/z.txt", when)
+        await _expect_read(api, "/a-b/w.txt", b"/a-b/w.txt", when)
+        await _expect_names(api, "/", ["a-b", "ab"], when)
 
 
 @suite.case("remove_non_empty_needs_recursive")
 async def _remove_non_empty_needs_recursive(api: WorkspaceAPI) -> None:
-    await api.write("/docs/a.txt", b"a")
-    await api.write("/docs/sub/b.txt", b"b")
-    error = await _raises(
-        DirectoryNotEmpty, "remove('/docs') of a non-empty directory", partial(api.remove, "/docs")
-    )
-    if "/docs" not in str(error):
-        raise AssertionError(f"expected the error to name the path '/docs', got {str(error)!r}")
-    when = "after the refused remove('/docs')"
-    await _expect_read(api, "/docs/a.txt", b"a", when)
-    await _expect_read(api, "/docs/sub/b.txt", b"b", when)
-    await _expect_list(api, "/docs", ["a.txt", "sub"], when)
-    await _raises(DirectoryNotEmpty, "remove('/') of a non-empty root", partial(api.remove, "/"))
-    await _expect_list(api, "/", ["docs"], "after the refused remove('/')")
-    await api.remove("/docs", recursive=True)
-    await _expect_list(api, "/", [], "after remove('/docs', recursive=True)")
+    with _SEE:
+        await _setup(api, ["/docs/a.txt", "/docs/sub/b.txt"], "nested_write_creates_parents")
+        error = await _raises(
+            _NOT_EMPTY, "remove('/docs') of a non-empty directory", partial(api.remove, "/docs")
+        )
+        if "/docs" not in str(error):
+            raise AssertionError(f"expected the error to name the path '/docs', got {str(error)!r}")
+        when = "after the refused remove('/docs')"
+        await _expect_read(api, "/docs/a.txt", b"/docs/a.txt", when)
+        await _expect_read(api, "/docs/sub/b.txt", b"/docs/sub/b.txt", when)
+        await _expect_names(api, "/docs", ["a.txt", "sub"], when)
+        await _raises(_NOT_EMPTY, "remove('/') of a non-empty root", partial(api.remove, "/"))
+        await _expect_names(api, "/", ["docs"], "after the refused remove('/')")
+        await api.remove("/docs", recursive=True)
+        await _expect_exists(api, "/docs", False, "after remove('/docs', recursive=True)")
 
 
 @suite.case("remove_root_keeps_root")
 async def _remove_root_keeps_root(api: WorkspaceAPI) -> None:
-    await api.write("/a.txt", b"a")
-    await api.write("/d/e/f.txt", b"f")
-    await api.remove("/", recursive=True)
-    when = "after remove('/', recursive=True)"
-    await _expect_exists(api, "/", True, when)
-    await _expect_list(api, "/", [], when)
-    await _expect_read(api, "/a.txt", None, when)
-    await _expect_exists(api, "/d", False, when)
-    await api.remove("/")  # an empty root: nothing to do, and still no error
-    await _expect_exists(api, "/", True, "after remove('/') of the empty root")
-    await api.write("/again.txt", b"again")
-    await _expect_read(api, "/again.txt", b"again", "after emptying the root and writing again")
+    with _SEE:
+        await _setup(api, ["/a.txt", "/d/e/f.txt"], "nested_write_creates_parents")
+        await api.remove("/", recursive=True)
+        when = "after remove('/', recursive=True)"
+        await _expect_exists(api, "/", True, when)
+        await _expect_names(api, "/", [], when)
+        await _expect_exists(api, "/a.txt", False, when)
+        await _expect_exists(api, "/d", False, when)
+        await api.remove("/")  # an empty root: nothing to do, and still no error
+        await _expect_exists(api, "/", True, "after remove('/') of the empty root")
+        await api.write("/again.txt", b"again")
+        await _expect_read(api, "/again.txt", b"again", "after emptying the root and writing again")
 
 
 @suite.case("invalid_paths_rejected")
 async def _invalid_paths_rejected(api: WorkspaceAPI) -> None:
-    await api.write("/a/kept.txt", b"kept")
-    for path in _INVALID_PATHS:
-        for call, operation in (
-            (f"write({path!r}, ...)", partial(api.write, path, b"escaped")),
-            (f"read({path!r})", partial(api.read, path)),
-            (f"exists({path!r})", partial(api.exists, path)),
-            (f"list({path!r})", partial(api.list, path)),
-            (f"remove({path!r}, recursive=True)", partial(api.remove, path, recursive=True)),
-        ):
-            await _raises(InvalidPath, call, operation)
-    when = "after every operation on invalid paths was refused"
-    await _expect_list(api, "/", ["a"], when)
-    await _expect_list(api, "/a", ["kept.txt"], when)
-    await _expect_read(api, "/a/kept.txt", b"kept", when)
+    with _SEE:
+        await _setup(api, ["/a/kept.txt"], "nested_write_creates_parents")
+        for path in _INVALID_PATHS:
+            for call, operation in (
+                (f"write({path!r}, ...)", partial(api.write, path, b"escaped")),
+                (f"read({path!r})", partial(api.read, path)),
+                (f"exists({path!r})", partial(api.exists, path)),
+                (f"list({path!r})", partial(api.list, path)),
+                (f"remove({path!r}, recursive=True)", partial(api.remove, path, recursive=True)),
+            ):
+                await _raises(_INVALID, call, operation)
+        when = "after every operation on invalid paths was refused"
+        await _expect_names(api, "/", ["a"], when)
+        await _expect_names(api, "/a", ["kept.txt"], when)
+        await _expect_read(api, "/a/kept.txt", b"/a/kept.txt", when)
 
 
 # --------------------------------------------------------------------------- reference stores
