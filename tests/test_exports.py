@@ -67,9 +67,11 @@ def _own_names(module: types.ModuleType) -> set[str]:
     """
     The names a module binds at its top level by ``def``, ``class`` or assignment,
     and those it re-exports by the explicit ``import x as x`` form (PEP 484), also
-    under a top-level ``if`` such as ``if TYPE_CHECKING:``.
+    under a top-level ``if`` such as ``if TYPE_CHECKING:``; less those it deletes
+    again (``del TYPE_CHECKING``).
     """
     names: set[str] = set()
+    deleted: set[str] = set()
     nodes = list(ast.parse(inspect.getsource(module)).body)
     for node in nodes:
         if isinstance(node, ast.If):  # ``if TYPE_CHECKING:`` and the like
@@ -86,8 +88,10 @@ def _own_names(module: types.ModuleType) -> set[str]:
             )
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
             names.update(alias.name for alias in node.names if alias.asname == alias.name)
+        elif isinstance(node, ast.Delete):
+            deleted.update(target.id for target in node.targets if isinstance(target, ast.Name))
     names.discard("__all__")
-    return names
+    return names - deleted
 
 
 OPEN_TO_SUBCLASSING: dict[type, str] = {
@@ -122,9 +126,9 @@ class TestFinal:
         self, module: types.ModuleType
     ) -> None:
         """An exported class is @final unless it is on the list of classes open by design."""
-        classes = [
-            value for value in map(module.__dict__.get, module.__all__) if isinstance(value, type)
-        ]
+        # getattr, not the module's __dict__: conformkit imports each name on first use.
+        values = [getattr(module, name) for name in module.__all__]
+        classes = [value for value in values if isinstance(value, type)]
         assert classes, f"{module.__name__} exports no class to check"
         left_open = [
             cls.__qualname__

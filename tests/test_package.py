@@ -88,6 +88,7 @@ class TestPublicNames:
 
         code = (
             "import sys, conformkit\n"
+            "[getattr(conformkit, name) for name in conformkit.__all__]  # each on first use\n"
             "print(sorted(m for m in ('pytest', '_pytest', 'hypothesis') if m in sys.modules))"
         )
         output = subprocess.run(

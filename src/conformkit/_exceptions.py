@@ -125,3 +125,16 @@ class UsageError(ConformkitError, ValueError):
 
     Private: the command line prints its message as one line and exits with status 2.
     """
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+for _export in (
+    ConformkitError,
+    ContractDefinitionError,
+    ContractFailure,
+    FeatureUnavailable,
+    LawViolation,
+    SuiteAuditFailure,
+):
+    _export.__module__ = "conformkit"
+del _export

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeAlias, final
+from typing import Any, Final, Generic, NamedTuple, TypeAlias, final
 
 from typing_extensions import TypeVar
 
@@ -59,6 +57,8 @@ def _check_name(kind: str, value: object) -> str:
 
 def suggest(name: str, known: Iterable[str]) -> str:
     """Return ``"; did you mean 'x'?"`` for the closest known name, or ``""``."""
+    import difflib  # only a mistake pays for it
+
     close = difflib.get_close_matches(name, list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -131,6 +131,8 @@ class Examples:
         :raises ContractDefinitionError: naming the file, for unreadable JSON or a
             malformed item.
         """
+        import json  # only a table kept in a file needs it
+
         try:
             with open(path, encoding="utf-8") as file:
                 data = json.load(file)
@@ -167,7 +169,8 @@ class Examples:
 Family: TypeAlias = Iterable[str] | Examples
 """The parameters of a case family: parameter names, or a table of examples."""
 
-_MEMBER = re.compile(r"^(?P<family>[^\s\[\]]+)\[(?P<param>[^\s\[\]]+)\]$")
+_MEMBER: Final = r"^(?P<family>[^\s\[\]]+)\[(?P<param>[^\s\[\]]+)\]$"
+"""A family member's case ID, ``family[param]``; :mod:`re` compiles it on first use."""
 
 
 def member_id(family: str, param: str) -> str:
@@ -294,7 +297,7 @@ class Feature(Generic[API, CaseName]):
         """Like :meth:`_check_case`, also accepting ``family[param]`` member IDs."""
         if case_id in self._names:
             return
-        match = _MEMBER.match(case_id)
+        match = re.match(_MEMBER, case_id)
         if match is None or match["family"] not in self.families:
             self._check_case(case_id, where)
             return
@@ -328,7 +331,7 @@ class Feature(Generic[API, CaseName]):
             self._check_case(name, "coverage")
             declared[name] = Unsupported(reason)
         for case_id, reason in (unsupported_members or {}).items():
-            if _MEMBER.match(case_id) is None:
+            if re.match(_MEMBER, case_id) is None:
                 raise ContractDefinitionError(
                     f"unsupported_members takes family member IDs like 'family[param]', "
                     f"got {case_id!r}"
@@ -418,7 +421,7 @@ class Feature(Generic[API, CaseName]):
         if missing:
             whole = (
                 " (or a family as a whole, under its name)"
-                if any(_MEMBER.match(case_id) for case_id in missing)
+                if any(re.match(_MEMBER, case_id) for case_id in missing)
                 else ""
             )
             raise ContractDefinitionError(
@@ -459,3 +462,9 @@ def _check_param(where: str, name: object, seen: Mapping[str, Any]) -> None:
         )
     if name in seen:
         raise ContractDefinitionError(f"{where} declares parameter {name!r} twice")
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+for _export in (Example, Examples, Feature, Supported, Unsupported):
+    _export.__module__ = "conformkit"
+del _export

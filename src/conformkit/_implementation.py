@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Collection, Mapping
@@ -127,6 +126,8 @@ def _undeclared(cls: type, name: str, value: object) -> str:
         for attribute in vars(klass)
         if not attribute.startswith("__") and attribute not in known
     ]
+    import difflib  # only a mistake pays for it
+
     near = difflib.get_close_matches(name, own, n=1, cutoff=0.75)
     hint = f"; it sets {near[0]!r}: a misspelling?" if near else ""
     what = (
@@ -135,3 +136,7 @@ def _undeclared(cls: type, name: str, value: object) -> str:
         else "each case Supported() or Unsupported(reason)"
     )
     return f"{cls.__qualname__} does not set the class attribute {name!r} ({what}){hint}"
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+FeatureImplementation.__module__ = "conformkit"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, final
@@ -185,6 +184,8 @@ class ContractReport:
 
 def describe_exception(exc: BaseException) -> dict[str, str]:
     """An exception as JSON-ready data: its type, its message and its own traceback."""
+    import traceback  # not for a report that holds no exception
+
     kind = type(exc)
     name = (
         kind.__qualname__
@@ -338,3 +339,9 @@ def assert_contract(
             + "\n".join(offences),
             report,
         )
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+for _export in (CaseResult, CaseStatus, ContractReport, assert_contract):
+    _export.__module__ = "conformkit"
+del _export

@@ -736,3 +736,9 @@ def contract_cases(
     """
     plan = RunPlan(implementation, suite, timeout, reject_vacuous=reject_vacuous)
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+for _export in (ContractCase, contract_cases, run_contract, run_contract_sync):
+    _export.__module__ = "conformkit"
+del _export

@@ -7,10 +7,9 @@ import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, TypeVarTuple, cast, final
 
 import anyio
-from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
 from ._implementation import declared_feature
@@ -374,3 +373,9 @@ async def open_feature(
         raise BaseExceptionGroup(where, list(cleanup_errors))
     if body_error is not None:
         raise body_error
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+for _export in (FeatureScope, Session, open_feature):
+    _export.__module__ = "conformkit"
+del _export

@@ -167,3 +167,7 @@ class ContractSuite(Generic[API, CaseName]):
                 f"suite of feature {self.feature.id!r} has no function for case(s) "
                 f"{', '.join(map(repr, missing))}"
             )
+
+
+# Shown as conformkit.Name, like every export, whichever way it was first imported.
+ContractSuite.__module__ = "conformkit"

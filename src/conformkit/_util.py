@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import math
 import reprlib
-import traceback
 import types
 from typing import Final
 
@@ -64,6 +63,8 @@ def one_line(text: str | None, limit: int = 240) -> str:
 
 def format_error(exc: BaseException) -> str:
     """``TypeName: message``, the way a traceback's last line shows it."""
+    import traceback  # only an error pays for it
+
     return "".join(traceback.format_exception_only(exc)).strip()
 
 
