@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -154,7 +155,8 @@ def main() -> int:
         command = ["mutmut", "run"]
         if arguments.max_children:
             command += ["--max-children", str(arguments.max_children)]
-        subprocess.run(command, cwd=ROOT, check=False)
+        environment = {**os.environ, "CONFORMKIT_MUTATION": "1"}  # see tests/conftest.py
+        subprocess.run(command, cwd=ROOT, env=environment, check=False)
     return report()
 
 
