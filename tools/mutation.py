@@ -139,9 +139,12 @@ def report() -> int:
         )
     stale.extend(f"{name}: no such mutant any more" for name in sorted(set(known) - seen))
     for mutant, status, patch in survivors:
-        print(f"\n# {mutant}: {status}\n{patch.strip()}")
+        print(f"\n{patch.strip() or f'# {mutant}: {status}'}")  # mutmut's diff names it
     for line in stale:
         print(f"stale equivalent: {line}")
+    unchecked = sum(status == "not checked" for _, status, _ in survivors)
+    if unchecked:
+        print(f"\n{unchecked} mutant(s) not checked yet: run tools/mutation.py again")
     print(f"\ntarget: every module at {TARGET:.0%} or more, equivalent mutants excluded")
     return 1 if failing or stale else 0
 
