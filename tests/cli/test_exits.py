@@ -11,6 +11,7 @@ runs it, except where a failure must be injected in-process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -204,3 +205,48 @@ class TestTargetsThatExit:
         assert run.returncode == 0, run.stdout + run.stderr
         assert run.stderr == ""
         assert judged(json.loads(run.stdout)) == ["first", "second", "third"]
+
+
+def setting(path: str, key: str, value: object) -> Any:
+    """Set ``key`` of the dict at dotted ``path`` of a report to ``value``."""
+
+    def change(data: dict[str, Any]) -> None:
+        place: Any = data
+        for part in path.split(".") if path else ():
+            place = place[int(part)] if part.isdigit() else place[part]
+        place[key] = value
+
+    return change
+
+
+class TestMalformedReports:
+    """merge reads each field by type and range: a malformed report is refused, status 2."""
+
+    @pytest.mark.parametrize(
+        ("change", "place"),
+        [
+            (setting("", "version", True), "schema version True"),
+            (setting("reports.0.results.0", "duration", math.nan), "results[0].duration"),
+            (setting("reports.0.results.0", "duration", math.inf), "results[0].duration"),
+            (setting("reports.0.results.1", "duration", -5), "results[1].duration"),
+            (setting("reports.0.results.1", "duration", 10**400), "results[1].duration"),
+            (setting("run.shard", "count", 0), "run.shard.count"),
+            (setting("run.shard", "index", True), "run.shard.index"),
+            (setting("run.shard", "index", 3), "run.shard.index"),
+        ],
+        ids=["version true", "NaN", "Infinity", "negative", "huge", "no shards", "bool", "3/2"],
+    )
+    def test_refused_naming_the_file_and_the_place(
+        self, folder: Path, change: Any, place: str
+    ) -> None:
+        """One line naming the file and the field; no merged output is written."""
+        done = conformkit("run", "stops.py", "--shard", "1/2", "-o", "1.json", cwd=folder)
+        assert done.returncode == 0, done.stderr
+        data = report(folder / "1.json")
+        change(data)
+        # json.dumps writes NaN and Infinity, as the reports that merge must refuse do.
+        (folder / "broken.json").write_text(json.dumps(data), encoding="utf-8")
+        run = conformkit("merge", "broken.json", "-o", "merged.json", cwd=folder)
+        assert run.returncode == 2, run.stdout + run.stderr
+        one_error_line(run, "broken.json", place)
+        assert not (folder / "merged.json").exists()

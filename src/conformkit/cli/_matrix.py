@@ -326,13 +326,28 @@ class _Reader:
         if key not in data:
             raise UsageError(f"{self.source}: {where} has no {key!r}")
         value = data[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.fail(f"{where}.{key}", f"a {_kind_name(kind)}", value)
+        # A bool is not a number here, though Python makes it an int.
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise self.fail(f"{where}.{key}", _kind_name(kind), value)
         if isinstance(value, str):
             value = clean(value)
         return cast("_T", value)  # checked above
+
+    def seconds(self, data: Mapping[str, Any], key: str, where: str) -> float:
+        """A duration: a number of seconds, finite, from 0 to :data:`_LONGEST`."""
+        if key not in data:
+            raise UsageError(f"{self.source}: {where} has no {key!r}")
+        value = data[key]
+        if type(value) not in (int, float) or not 0 <= value <= _LONGEST:  # NaN fails too
+            raise self.fail(f"{where}.{key}", f"a number of seconds from 0 to {_LONGEST:g}", value)
+        return float(value)
+
+    def count(self, data: Mapping[str, Any], key: str, where: str, least: int = 1) -> int:
+        """A whole number of at least ``least``."""
+        value = self.get(data, key, int, where)
+        if value < least:
+            raise self.fail(f"{where}.{key}", f"a whole number of at least {least}", value)
+        return value
 
     def optional(self, data: Mapping[str, Any], key: str, kind: type[_T], where: str) -> _T | None:
         if data.get(key) is None:
@@ -382,7 +397,7 @@ class _Reader:
             self.get(data, "case_id", str, where),
             CaseStatus(status),
             self.optional(data, "reason", str, where),
-            self.get(data, "duration", float, where),
+            self.seconds(data, "duration", where),
             None if error is None else self.error(error, f"{where}.error"),
             tuple(
                 self.error(item, f"{where}.cleanup_errors[{index}]")
@@ -428,6 +443,11 @@ class _Reader:
 
     def run(self, data: dict[str, Any]) -> RunInfo:
         shard = self.optional(data, "shard", dict, "run")
+        if shard is not None:
+            index = self.count(shard, "index", "run.shard")
+            count = self.count(shard, "count", "run.shard")
+            if index > count:
+                raise self.fail("run.shard.index", f"at most the count, {count}", index)
         return RunInfo(
             self.get(data, "conformkit", str, "run"),
             self.get(data, "python", str, "run"),
@@ -439,12 +459,7 @@ class _Reader:
             self.get(data, "installed", bool, "run"),
             self.get(data, "require_full", bool, "run"),
             self.strings(data, "select", "run"),
-            None
-            if shard is None
-            else Shard(
-                self.get(shard, "index", int, "run.shard"),
-                self.get(shard, "count", int, "run.shard"),
-            ),
+            None if shard is None else Shard(index, count),
         )
 
     def baseline(self, data: dict[str, Any]) -> BaselineInfo:
@@ -483,6 +498,7 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
         or status not in _STATUSES
         or not (reason is None or type(reason) is str)
         or type(duration) is not float
+        or not 0.0 <= duration <= _LONGEST  # NaN fails too
         or type(stale) is not bool
     ):
         return None
@@ -498,14 +514,18 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
     )
 
 
+_LONGEST: Final = 1e9
+"""The longest duration a report may hold, in seconds (some 30 years): any sum stays finite."""
+
+
 def _kind_name(kind: type[Any]) -> str:
     return {
-        str: "string",
-        int: "integer",
-        float: "number",
-        bool: "boolean",
-        list: "list",
-        dict: "object",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+        list: "a list",
+        dict: "an object",
     }.get(kind, kind.__name__)
 
 
@@ -519,7 +539,7 @@ def from_json(data: object, source: str) -> Matrix:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f'{source} is not a conformkit report (no "format": {FORMAT!r})')
     version = data.get("version")
-    if version != VERSION:
+    if type(version) is not int or version != VERSION:
         raise UsageError(
             f"{source} is a report of schema version {version!r}; this conformkit reads "
             f"version {VERSION}"
