@@ -704,7 +704,7 @@ class TestFormats:
         assert (report["format"], report["version"]) == ("conformkit.report", 1)
         assert list(report["run"]) == [
             "conformkit", "python", "platform", "backend", "started", "finished",
-            "targets", "installed", "require_full", "select", "shard",
+            "targets", "installed", "require_full", "select", "shard", "stopped",
         ]  # fmt: skip
         entry = report["reports"][2]
         assert list(entry) == [

@@ -78,7 +78,7 @@ def matrices(draw: st.DrawFn, *, complete: bool = False) -> Matrix:
             ),
         )
     )
-    run = replace(RUN, require_full=draw(st.booleans()))
+    run = replace(RUN, require_full=draw(st.booleans()), stopped=draw(st.none() | texts))
     return Matrix(run, tuple(draw(entries(key, complete=complete)) for key in keys), baseline)
 
 
@@ -130,6 +130,12 @@ class TestJSON:
         [entry] = from_json(document, "old.json").entries
         assert (entry.unexercised, entry.results) == (None, (record,))
 
+    def test_reports_from_before_stopped_read_back(self) -> None:
+        """A version-1 report written before "stopped" reads as a run that went to its end."""
+        document = Matrix(RUN, ()).to_json()
+        del document["run"]["stopped"]
+        assert from_json(document, "old.json").run.stopped is None
+
     @pytest.mark.parametrize(
         ("document", "message"),
         [
@@ -168,6 +174,7 @@ class TestJSON:
                 with_run(shard={"index": True, "count": 2}),
                 r"run\.shard\.index must be an integer, got True",
             ),
+            (with_run(stopped=1), r"run\.stopped must be a string, got 1"),
         ],
     )
     def test_malformed_reports_name_the_place(self, document: Any, message: str) -> None:

@@ -234,7 +234,8 @@ def apply_baseline(matrix: Matrix, baseline: Baseline) -> Matrix:
         )
         for entry in matrix.entries
     )
-    return replace(matrix, entries=entries, baseline=BaselineInfo(baseline.path, tuple(stale)))
+    info = BaselineInfo(clean(baseline.path), tuple(stale))
+    return replace(matrix, entries=entries, baseline=info)
 
 
 def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:

@@ -5,7 +5,7 @@ all of them, the versioned JSON form, and the merge of shards' reports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast, final
@@ -132,6 +132,24 @@ class Entry:
             report.unexercised,
         )
 
+    @classmethod
+    def partial(
+        cls,
+        pair: Pair,
+        results: Iterable[CaseResult] = (),
+        cleanup_errors: Iterable[BaseException] = (),
+    ) -> Entry:
+        """The entry of a pair whose run stopped early: the cases it judged, if any."""
+        return cls(
+            clean(pair.feature_id),
+            clean(pair.name),
+            clean(pair.module),
+            pair.distribution,
+            tuple(clean(case_id) for case_id in pair.case_ids),
+            tuple(CaseRecord.of(result) for result in results),
+            tuple(ErrorRecord.of(error) for error in cleanup_errors),
+        )
+
     @property
     def key(self) -> tuple[str, str]:
         return (self.implementation, self.feature_id)
@@ -178,7 +196,12 @@ class Entry:
 @final
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """What ran, where and how."""
+    """
+    What ran, where and how.
+
+    :ivar stopped: why the run stopped before it judged every case it selected
+        (Ctrl-C); ``None`` for a run that went to its end. A stopped run fails the gate.
+    """
 
     conformkit: str
     python: str
@@ -191,6 +214,7 @@ class RunInfo:
     require_full: bool = False
     select: tuple[str, ...] = ()
     shard: Shard | None = None
+    stopped: str | None = None
 
     @property
     def gate(self) -> Gate:
@@ -211,6 +235,7 @@ class RunInfo:
             "require_full": self.require_full,
             "select": list(self.select),
             "shard": None if shard is None else {"index": shard.index, "count": shard.count},
+            "stopped": self.stopped,
         }
 
 
@@ -241,8 +266,8 @@ class Matrix:
 
     @property
     def holds(self) -> bool:
-        """The gate: every entry holds and no baseline entry is stale."""
-        return not self.stale and not self.failing()
+        """The gate: the run went to its end, every entry holds and no baseline entry is stale."""
+        return self.run.stopped is None and not self.stale and not self.failing()
 
     def counts(self) -> dict[CaseStatus, int]:
         counts = dict.fromkeys(CaseStatus, 0)
@@ -281,7 +306,14 @@ def run_information(
     require_full: bool = False,
     select: Sequence[str] = (),
     shard: Shard | None = None,
+    stopped: str | None = None,
 ) -> RunInfo:
+    """
+    What a run was: the versions, the platform, the options and the times.
+
+    Targets and patterns are text as the command line got them: a byte of a path
+    that is not UTF-8 becomes U+FFFD, which files can hold.
+    """
     import importlib.metadata
     import platform
 
@@ -296,11 +328,12 @@ def run_information(
         backend,
         started,
         finished,
-        tuple(targets),
+        tuple(clean(target) for target in targets),
         installed,
         require_full,
-        tuple(select),
+        tuple(clean(pattern) for pattern in select),
         shard,
+        None if stopped is None else clean(stopped),
     )
 
 
@@ -460,6 +493,8 @@ class _Reader:
             self.get(data, "require_full", bool, "run"),
             self.strings(data, "select", "run"),
             None if shard is None else Shard(index, count),
+            # Added to version 1: reports written before it have no "stopped".
+            self.optional(data, "stopped", str, "run") if "stopped" in data else None,
         )
 
     def baseline(self, data: dict[str, Any]) -> BaselineInfo:
@@ -604,6 +639,12 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
                 {str(matrix.run.shard) for matrix, _ in reports if matrix.run.shard is not None}
             )
             found = f" (found shard(s) {', '.join(shards)})" if shards else ""
+            stopped = [
+                f"; {source} is of a run that stopped early: {matrix.run.stopped}"
+                for matrix, source in reports
+                if matrix.run.stopped is not None
+            ]
+            found += "".join(stopped[:1])
             raise UsageError(
                 f"the reports lack {len(missing)} case(s) of {base.title}, "
                 f"{', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}: "
@@ -676,6 +717,7 @@ def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:
         return ", ".join(dict.fromkeys(values))
 
     first = runs[0]
+    stops = [run.stopped for run in runs if run.stopped is not None]
     return RunInfo(
         joined([run.conformkit for run in runs]),
         joined([run.python for run in runs]),
@@ -688,6 +730,7 @@ def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:
         first.require_full,
         first.select,
         None,
+        None if not stops else "; ".join(dict.fromkeys(stops)),
     )
 
 
