@@ -704,7 +704,7 @@ class TestFormats:
         assert (report["format"], report["version"]) == ("conformkit.report", 1)
         assert list(report["run"]) == [
             "conformkit", "python", "platform", "backend", "started", "finished",
-            "targets", "installed", "require_full", "select", "shard",
+            "targets", "installed", "require_full", "select", "shard", "stopped",
         ]  # fmt: skip
         entry = report["reports"][2]
         assert list(entry) == [
@@ -1324,6 +1324,10 @@ BAD_INPUTS: dict[str, tuple[list[str], str]] = {
         ["run", "contracts.py", "--baseline", "old.json"],
         "baseline 'old.json' must say version = 1, got 0",
     ),
+    "baseline version true": (
+        ["run", "contracts.py", "--baseline", "true.toml"],
+        "baseline 'true.toml' must say version = 1, got True",
+    ),
     "update without baseline": (
         ["run", "contracts.py", "--update-baseline"],
         "--update-baseline needs --baseline FILE",
@@ -1370,6 +1374,7 @@ def bad_input_runs(
     (folder / "empty.py").write_text("HELLO = 1\n", encoding="utf-8")
     (folder / "bad.toml").write_text("version = [1,\n", encoding="utf-8")
     (folder / "old.json").write_text('{"version": 0}', encoding="utf-8")
+    (folder / "true.toml").write_text("version = true\n", encoding="utf-8")
     (folder / "lonely.py").write_text(
         "import conformkit as ck\n"
         "lonely = ck.Feature[object]('tests.lonely', cases=('a',))\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import string
 from dataclasses import replace
 from typing import Any
@@ -77,12 +78,30 @@ def matrices(draw: st.DrawFn, *, complete: bool = False) -> Matrix:
             ),
         )
     )
-    run = replace(RUN, require_full=draw(st.booleans()))
+    run = replace(RUN, require_full=draw(st.booleans()), stopped=draw(st.none() | texts))
     return Matrix(run, tuple(draw(entries(key, complete=complete)) for key in keys), baseline)
 
 
 def through_json(matrix: Matrix) -> Matrix:
     return from_json(json.loads(json.dumps(matrix.to_json())), "report.json")
+
+
+RESULT = r"report\.json: reports\[0\]\.results\[0\]"
+SECONDS = r"a number of seconds from 0 to 1e\+09"
+
+
+def with_run(**change: Any) -> dict[str, Any]:
+    """A report of no case, with ``change`` made to its run."""
+    return {**Matrix(RUN, ()).to_json(), "run": {**RUN.to_json(), **change}}
+
+
+def with_result(**change: Any) -> dict[str, Any]:
+    """A report of one case, with ``change`` made to its result."""
+    record = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
+    entry = Entry("f", "I", "m", None, ("a",), (record,))
+    document = Matrix(RUN, (entry,)).to_json()
+    document["reports"][0]["results"][0].update(change)
+    return document
 
 
 class TestJSON:
@@ -111,10 +130,18 @@ class TestJSON:
         [entry] = from_json(document, "old.json").entries
         assert (entry.unexercised, entry.results) == (None, (record,))
 
+    def test_reports_from_before_stopped_read_back(self) -> None:
+        """A version-1 report written before "stopped" reads as a run that went to its end."""
+        document = Matrix(RUN, ()).to_json()
+        del document["run"]["stopped"]
+        assert from_json(document, "old.json").run.stopped is None
+
     @pytest.mark.parametrize(
         ("document", "message"),
         [
             ([], r"report\.json is not a conformkit report"),
+            ({"format": "conformkit.report", "version": True}, r"schema version True"),
+            ({"format": "conformkit.report", "version": 1.0}, r"schema version 1\.0"),
             ({"format": "conformkit.report", "version": 2}, r"schema version 2"),
             ({"format": "conformkit.report", "version": 1}, r"report has no 'run'"),
             (
@@ -125,6 +152,29 @@ class TestJSON:
                 },
                 r"run\.backend must be a string, got 3",
             ),
+            (with_result(duration=math.nan), rf"{RESULT}\.duration must be {SECONDS}, got nan"),
+            (with_result(duration=math.inf), rf"{RESULT}\.duration must be {SECONDS}, got inf"),
+            (with_result(duration=-5), rf"{RESULT}\.duration must be {SECONDS}, got -5"),
+            (with_result(duration=True), rf"{RESULT}\.duration must be {SECONDS}, got True"),
+            (with_result(duration=1e10), rf"{RESULT}\.duration must be {SECONDS}, got 1"),
+            (with_result(stale=1), rf"{RESULT}\.stale must be a boolean, got 1"),
+            (
+                with_run(shard={"index": 1, "count": 0}),
+                r"run\.shard\.count must be a whole number of at least 1, got 0",
+            ),
+            (
+                with_run(shard={"index": 0, "count": 2}),
+                r"run\.shard\.index must be a whole number of at least 1, got 0",
+            ),
+            (
+                with_run(shard={"index": 3, "count": 2}),
+                r"run\.shard\.index must be at most the count, 2, got 3",
+            ),
+            (
+                with_run(shard={"index": True, "count": 2}),
+                r"run\.shard\.index must be an integer, got True",
+            ),
+            (with_run(stopped=1), r"run\.stopped must be a string, got 1"),
         ],
     )
     def test_malformed_reports_name_the_place(self, document: Any, message: str) -> None:

@@ -2,7 +2,8 @@
 The ``conformkit`` command line: ``run``, ``list``, ``demo`` and ``merge``.
 
 Exit status: 0 when the gate holds, 1 when it fails, 2 for a usage or definition
-error, which is reported on one line of stderr (``--debug`` adds the traceback).
+error, which is reported on one line of stderr (``--debug`` adds the traceback),
+130 after Ctrl-C and 143 after SIGTERM.
 
 Its private modules, in the order a command uses them: ``_parser`` (the
 arguments, and :func:`main`), ``_commands`` (each command, and the runner of
@@ -10,8 +11,9 @@ many pairs), ``_collect`` (targets into pairs of implementation and suite),
 ``_matrix`` (the report of a run, its JSON form and the merge of shards),
 ``_baseline`` (known failures), ``_outcome`` (what the report says of each
 case, worded once), ``_console`` (what goes where, files written whole or not
-at all) and one module per format: ``_text``, ``_json``, ``_junit``,
-``_markdown``, ``_html``, chosen in ``_formats``.
+at all), ``_interrupt`` (SIGTERM, taken as Ctrl-C) and one module per
+format: ``_text``, ``_json``, ``_junit``, ``_markdown``, ``_html``, chosen in
+``_formats``.
 """
 
 from __future__ import annotations

@@ -164,10 +164,10 @@ def _read_entries(path: str, data: object) -> dict[Key, str]:
             f"{where} has unknown key(s) {', '.join(map(repr, unknown))}; "
             f"it holds 'version' and 'implementations'"
         )
-    if data.get("version") != BASELINE_VERSION:
-        raise UsageError(
-            f"{where} must say version = {BASELINE_VERSION}, got {data.get('version')!r}"
-        )
+    version = data.get("version")
+    # Exactly the integer: `true` and `1.0` are equal to 1 in Python, not in the format.
+    if type(version) is not int or version != BASELINE_VERSION:
+        raise UsageError(f"{where} must say version = {BASELINE_VERSION}, got {version!r}")
     implementations = data.get("implementations", {})
     entries: dict[Key, str] = {}
     for implementation, features in _table(where, "implementations", implementations).items():
@@ -234,7 +234,8 @@ def apply_baseline(matrix: Matrix, baseline: Baseline) -> Matrix:
         )
         for entry in matrix.entries
     )
-    return replace(matrix, entries=entries, baseline=BaselineInfo(baseline.path, tuple(stale)))
+    info = BaselineInfo(clean(baseline.path), tuple(stale))
+    return replace(matrix, entries=entries, baseline=info)
 
 
 def update_baseline(matrix: Matrix, old: Baseline) -> BaselineUpdate:

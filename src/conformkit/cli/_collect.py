@@ -5,6 +5,7 @@ pairs of implementation and suite, and the selection and shard of their cases.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import os
@@ -12,7 +13,7 @@ import re
 import reprlib
 import sys
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
@@ -124,7 +125,8 @@ def collect(
             if distribution is not None:
                 where += f" of {distribution.name} {distribution.version}"
             try:
-                value = entry.load()
+                with _importing(entry.value, f"{where} cannot be loaded"):
+                    value = entry.load()
             except Exception as error:
                 raise UsageError(f"{where} cannot be loaded: {error_line(error)}") from error
             context = sys.modules.get(entry.module)
@@ -163,12 +165,8 @@ def load_target(target: str) -> tuple[object, str, types.ModuleType]:
 
     :raises UsageError: naming the target and what is wrong with it.
     """
-    spec, attribute = target, None
-    head, colon, tail = target.rpartition(":")
-    if colon and head and _is_dotted(tail):  # "C:\\x.py" keeps its drive
-        spec, attribute = head, tail
-    separators = {"/", os.sep, os.altsep or "/"}
-    if spec.endswith(".py") or any(separator in spec for separator in separators):
+    spec, attribute = _split_target(target)
+    if _is_file(spec):
         module = _import_file(spec)
     elif _is_dotted(spec):
         module = _import_module(spec, spec)
@@ -192,6 +190,25 @@ def load_target(target: str) -> tuple[object, str, types.ModuleType]:
     return value, target, module
 
 
+def target_file(target: str) -> str | None:
+    """The file a target names (``tests/contracts.py:Store``), or ``None`` for a module."""
+    spec, _ = _split_target(target)
+    return spec if _is_file(spec) else None
+
+
+def _split_target(target: str) -> tuple[str, str | None]:
+    """A target's module or file, and the attribute after its colon, if any."""
+    head, colon, tail = target.rpartition(":")
+    if colon and head and _is_dotted(tail):  # "C:\\x.py" keeps its drive
+        return head, tail
+    return target, None
+
+
+def _is_file(spec: str) -> bool:
+    separators = {"/", os.sep, os.altsep or "/"}
+    return spec.endswith(".py") or any(separator in spec for separator in separators)
+
+
 def _is_dotted(text: str) -> bool:
     """Whether ``text`` is a dotted name, ``pkg.contracts``, as imports and attributes take."""
     return all(part.isidentifier() for part in text.split("."))
@@ -203,9 +220,34 @@ def _name_of(value: object) -> str:
     return repr(value)
 
 
+@contextlib.contextmanager
+def _importing(argv0: str, failed: str) -> Iterator[None]:
+    """
+    Import a target as a script would run alone: with ``sys.argv`` holding only
+    ``argv0``, so that a module that parses its arguments on import does not see
+    conformkit's; and with a ``sys.exit()`` (or any other ``BaseException`` but
+    ``KeyboardInterrupt``) during the import reported as an error, status 2.
+
+    :param failed: the start of the message, naming the target.
+    """
+    saved = sys.argv
+    sys.argv = [argv0]
+    try:
+        yield
+    except (Exception, KeyboardInterrupt):
+        raise
+    except SystemExit as error:
+        raise UsageError(f"{failed}: it called sys.exit({error.code!r}) on import") from error
+    except BaseException as error:
+        raise UsageError(f"{failed}: {error_line(error)} on import") from error
+    finally:
+        sys.argv = saved
+
+
 def _import_module(name: str, shown: str) -> types.ModuleType:
     try:
-        return import_module_named(name)
+        with _importing(shown, f"cannot import {shown!r}"):
+            return import_module_named(name)
     except ImportByNameError as error:
         raise UsageError(f"cannot import {shown!r}: {error}") from error
 
@@ -255,10 +297,13 @@ def _import_loose_file(path: Path, shown: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-    except Exception as error:
+        with _importing(shown, f"cannot import {shown!r}"):
+            spec.loader.exec_module(module)
+    except BaseException as error:
         del sys.modules[name]
-        raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
+        if isinstance(error, Exception) and not isinstance(error, UsageError):
+            raise UsageError(f"cannot import {shown!r}: {error_line(error)}") from error
+        raise
     return module
 
 
@@ -493,7 +538,7 @@ def _construct(cls: type[Any], where: str) -> FeatureImplementation[Any, Any]:
         pass  # no signature to inspect: try it
     try:
         instance = cls()
-    except Exception as error:
+    except (Exception, SystemExit) as error:
         raise UsageError(f"{where}: {cls.__qualname__}() raised {error_line(error)}") from error
     if not isinstance(instance, FeatureImplementation):
         raise UsageError(f"{where}: {cls.__qualname__}() did not return an instance of it")

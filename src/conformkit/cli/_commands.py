@@ -31,31 +31,65 @@ from ._matrix import Entry, Matrix, from_json, merge, now, run_information
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
 
 
+_INTERRUPTED = 130
+"""The exit status after Ctrl-C, as shells give it: 128 + SIGINT."""
+_TERMINATED = 143
+"""The exit status after SIGTERM: 128 + SIGTERM."""
+
+
 def dispatch(arguments: argparse.Namespace) -> int:
     """Run the command the arguments name; return the exit status, reporting errors on stderr."""
+    from ._interrupt import terminating
+
     debug: bool = arguments.debug
     command = _COMMANDS[arguments.command]
-    try:
-        return command(arguments)
-    except (UsageError, ContractDefinitionError) as error:
-        return _error(error, debug, str(error))
-    except KeyboardInterrupt as error:
-        return _error(error, debug, "interrupted", status=130)
-    except BaseExceptionGroup as group:
-        if group.subgroup(KeyboardInterrupt) is not None:
-            return _error(group, debug, "interrupted", status=130)
-        return _error(group, debug, f"unexpected {error_line(group)}")
-    except Exception as error:
-        return _error(error, debug, f"unexpected {error_line(error)}")
+    with terminating() as termination:
+        try:
+            return command(arguments)
+        except RunStopped as stop:
+            return _error(stop.__cause__ or stop, debug, str(stop), status=stop.status)
+        except (UsageError, ContractDefinitionError) as error:
+            return _error(error, debug, str(error))
+        except KeyboardInterrupt as error:
+            return _interrupted(error, debug, termination.received)
+        except BaseExceptionGroup as group:
+            if group.subgroup(KeyboardInterrupt) is not None:
+                return _interrupted(group, debug, termination.received)
+            return _error(group, debug, f"unexpected {error_line(group)}")
+        except Exception as error:
+            return _error(error, debug, f"unexpected {error_line(error)}")
+
+
+def _interrupted(error: BaseException, debug: bool, terminated: bool) -> int:
+    if terminated:
+        return _error(error, debug, "terminated (SIGTERM)", status=_TERMINATED)
+    return _error(error, debug, "interrupted", status=_INTERRUPTED)
 
 
 def _error(error: BaseException, debug: bool, message: str, *, status: int = 2) -> int:
     if debug:
         traceback.print_exception(error, file=sys.stderr)
-    hint = "" if debug else " (--debug shows the traceback)"
+    quiet = debug or status in (_INTERRUPTED, _TERMINATED)
+    hint = "" if quiet else " (--debug shows the traceback)"
     one_line = " ".join(printable(message).splitlines())
-    write(sys.stderr, f"conformkit: error: {one_line}{hint if status != 130 else ''}\n")
+    write(sys.stderr, f"conformkit: error: {one_line}{hint}\n")
     return status
+
+
+@final
+class RunStopped(Exception):
+    """
+    A run that stopped before it judged every case: Ctrl-C, SIGTERM, or an
+    exception that escaped the runner. Its message is the command's last line.
+
+    :ivar status: the exit status: 130 for Ctrl-C, 143 for SIGTERM, else 2.
+    :ivar reason: why the run stopped, as the report says it.
+    """
+
+    def __init__(self, message: str, status: int, reason: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
 
 
 # -- running pairs ---------------------------------------------------------------------
@@ -63,21 +97,43 @@ def _error(error: BaseException, debug: bool, message: str, *, status: int = 2) 
 
 @final
 class Progress:
-    """How far a run is, for a progress line: cases done of the total, and the pair running."""
+    """
+    How far a run is: cases done of the total, the pair running, for a progress
+    line; and the entries of the pairs done, so that a run that stops early
+    keeps what it judged.
+    """
 
-    __slots__ = ("done", "execution", "label", "total")
+    __slots__ = ("done", "entries", "execution", "label", "running", "total")
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.done = 0
         self.label = ""
         self.execution: Execution[Any] | None = None
+        self.entries: list[Entry] = []
+        # The index of the pair whose execution is running: an interrupt may come
+        # between the moment its entry is kept and the moment this is reset.
+        self.running = 0
 
     def finished(self) -> int:
         """Cases finished so far, counting those of the pair now running."""
         execution = self.execution
         running = 0 if execution is None else len(execution.finished())
         return self.done + running
+
+    def judged(self, pairs: Sequence[Pair]) -> list[Entry]:
+        """
+        An entry for every pair, as far as the run went: those done whole, the one
+        running with the cases it finished, and the rest with none.
+        """
+        entries = list(self.entries)
+        execution = self.execution
+        if execution is not None and self.running == len(entries) < len(pairs):
+            entries.append(
+                Entry.partial(pairs[len(entries)], execution.finished(), execution.late_errors())
+            )
+        entries += [Entry.partial(pair) for pair in pairs[len(entries) :]]
+        return entries
 
 
 async def run_pairs(
@@ -87,25 +143,30 @@ async def run_pairs(
     max_concurrency: int = 1,
     show_progress: Callable[[Progress], None] | None = None,
     interval: float = 0.1,
+    progress: Progress | None = None,
 ) -> list[Entry]:
     """
     Run the selected cases of each pair, one pair after another, as ``run_contract`` would.
 
     :param show_progress: called every ``interval`` seconds while the run lasts.
+    :param progress: where the run keeps how far it is, and the entries done: all
+        that a run that stops early has judged (see :meth:`Progress.judged`).
     """
-    progress = Progress(sum(len(cases) for cases in selections))
+    if progress is None:
+        progress = Progress(sum(len(cases) for cases in selections))
+    entries = progress.entries
 
     async def run() -> list[Entry]:
-        entries: list[Entry] = []
-        for pair, case_ids in zip(pairs, selections, strict=True):
+        for index, (pair, case_ids) in enumerate(zip(pairs, selections, strict=True)):
             execution = Execution(pair.plan, case_ids)
+            progress.running = index
             progress.execution, progress.label = execution, f"{pair.feature_id} × {pair.name}"
             if case_ids:
                 await execution.run(max_concurrency)
+            entries.append(Entry.of(pair, execution.report()))
             progress.execution = None
             progress.done += len(case_ids)
-            entries.append(Entry.of(pair, execution.report()))
-        return entries
+        return list(entries)
 
     if show_progress is None:
         return await run()
@@ -140,24 +201,39 @@ def _execute(
     *,
     targets: Sequence[str],
     shard: Shard | None = None,
-) -> Matrix:
-    """Run the selected cases of the pairs and gather what happened."""
+) -> tuple[Matrix, RunStopped | None]:
+    """
+    Run the selected cases of the pairs and gather what happened.
+
+    :return: the run, and why it stopped early, if it did: then the run holds the
+        cases judged until then, and says it stopped.
+    """
     backend = _backend(arguments.backend)
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
-    progress = ProgressLine(sys.stderr) if show else None
+    line = ProgressLine(sys.stderr) if show else None
     started = now()
+    progress = Progress(sum(len(cases) for cases in selections))
     runner = functools.partial(
         run_pairs,
         pairs,
         selections,
         max_concurrency=arguments.concurrency,
-        show_progress=None if progress is None else progress.show,
+        show_progress=None if line is None else line.show,
+        progress=progress,
     )
+    stop: RunStopped | None = None
     try:
         entries = anyio.run(runner, backend=backend)
+    except (UsageError, ContractDefinitionError):
+        raise  # a definition error: nothing to judge
+    except BaseException as error:  # Ctrl-C, SIGTERM, or what escaped the runner
+        entries = progress.judged(pairs)
+        judged = sum(len(entry.results) for entry in entries)
+        stop = _stopped(error, judged, progress.total, progress.label)
+        stop.__cause__ = error
     finally:
-        if progress is not None:
-            progress.clear()
+        if line is not None:
+            line.clear()
     info = run_information(
         backend,
         started,
@@ -167,14 +243,35 @@ def _execute(
         require_full=arguments.require_full,
         select=getattr(arguments, "select", ()),
         shard=shard,
+        stopped=None if stop is None else stop.reason,
     )
-    return Matrix(info, tuple(entries))
+    return Matrix(info, tuple(entries)), stop
+
+
+def _stopped(error: BaseException, judged: int, total: int, running: str) -> RunStopped:
+    """Why a run stopped early, for its report and for the command's last line."""
+    from ._interrupt import terminated
+
+    after = f"after {judged} of {total} case{'s' if total != 1 else ''}"
+    interrupted = isinstance(error, KeyboardInterrupt) or (
+        isinstance(error, BaseExceptionGroup) and error.subgroup(KeyboardInterrupt) is not None
+    )
+    if interrupted and terminated():
+        message = f"terminated (SIGTERM) {after}; every output file is as it was"
+        return RunStopped(message, _TERMINATED, "terminated (SIGTERM)")
+    kept = "the outputs hold the cases judged"
+    if interrupted:
+        return RunStopped(f"interrupted {after}; {kept}", _INTERRUPTED, "interrupted (Ctrl-C)")
+    reason = error_line(error) + (f", raised while running {running}" if running else "")
+    return RunStopped(f"the run stopped {after}: {reason}; {kept}", 2, reason)
 
 
 # -- the commands ----------------------------------------------------------------------
 
 
 def _run_command(arguments: argparse.Namespace) -> int:
+    from ._collect import target_file
+
     if not arguments.targets and not arguments.installed:
         raise UsageError("name at least one TARGET, or pass --installed")
     if arguments.update_baseline and not arguments.baseline:
@@ -185,24 +282,43 @@ def _run_command(arguments: argparse.Namespace) -> int:
     baseline: Baseline | None = None
     if arguments.baseline is not None:
         baseline = load_baseline(arguments.baseline, missing_ok=arguments.update_baseline)
-    extra = [arguments.baseline] if arguments.update_baseline else []
+    # No output may replace a file the run reads or rewrites.
+    rewritten = f"--baseline {arguments.baseline!r} (which --update-baseline rewrites)"
+    extra = [(rewritten, arguments.baseline)] if arguments.update_baseline else []
+    reads = [("baseline", arguments.baseline)] if baseline is not None and not extra else []
+    reads += [("target", path) for path in map(target_file, arguments.targets) if path]
     try:
-        baseline_file = outputs.prepare(*extra)
+        outputs.prepare(*extra, reads=reads)
         timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
         pairs = collect(arguments.targets, installed=arguments.installed, timeout=timeout)
         selections = select(pairs, arguments.select, shard)
-        matrix = _execute(arguments, pairs, selections, targets=arguments.targets, shard=shard)
+        matrix, stop = _execute(
+            arguments, pairs, selections, targets=arguments.targets, shard=shard
+        )
+        _keep_files(stop)
+        update = None
+        rewrite: list[str] = []
         if baseline is not None:
-            if arguments.update_baseline:
+            if arguments.update_baseline and stop is None:
                 update = update_baseline(matrix, baseline)
                 baseline = update.baseline
-                baseline_file[0].commit(render_baseline(baseline))
-                write(sys.stderr, f"conformkit: {update}\n")
+                rewrite.append(render_baseline(baseline))
             matrix = apply_baseline(matrix, baseline)
-        outputs.write(matrix)
+        # The baseline and the outputs are written together: all of them, or none.
+        outputs.write(matrix, extra=rewrite)
+        if update is not None:
+            write(sys.stderr, f"conformkit: {update}\n")
     finally:
         outputs.discard()
+    if stop is not None:
+        raise stop
     return 0 if matrix.holds else 1
+
+
+def _keep_files(stop: RunStopped | None) -> None:
+    """After SIGTERM, every output file is left as it was: the run ends here."""
+    if stop is not None and stop.status == _TERMINATED:
+        raise stop
 
 
 def bundled_modules() -> list[types.ModuleType]:
@@ -222,10 +338,13 @@ def _demo_command(arguments: argparse.Namespace) -> int:
         pairs = collect_modules(modules, timeout=timeout)
         selections = [pair.case_ids for pair in pairs]
         names = [module.__name__ for module in modules]
-        matrix = _execute(arguments, pairs, selections, targets=names)
+        matrix, stop = _execute(arguments, pairs, selections, targets=names)
+        _keep_files(stop)
         outputs.write(matrix, matrix_view=True)
     finally:
         outputs.discard()
+    if stop is not None:
+        raise stop
     return 0 if matrix.holds else 1
 
 
@@ -242,7 +361,7 @@ def _merge_command(arguments: argparse.Namespace) -> int:
             raise UsageError(f"report {path!r} is not valid JSON: {error}") from error
         reports.append((from_json(data, path), path))
     try:
-        outputs.prepare()
+        outputs.prepare(reads=[("report", path) for path in arguments.reports])
         matrix = merge(reports)
         outputs.write(matrix)
     finally:

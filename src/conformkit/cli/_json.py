@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._matrix import Matrix
 
 __all__ = ["dumps", "render_json"]
-
-_SPECIAL: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def render_json(matrix: Matrix) -> str:
@@ -20,13 +18,15 @@ def render_json(matrix: Matrix) -> str:
 
 def dumps(value: object) -> str:
     """
-    ``json.dumps(value, indent=2, ensure_ascii=False)``, character for character,
-    for JSON data: dicts with string keys, lists, strings, numbers, booleans and
-    ``None``. With an indent, the standard library encodes in Python, token by
+    ``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)``, character
+    for character, for JSON data: dicts with string keys, lists, strings, finite
+    numbers, booleans and ``None``: always strict JSON (RFC 8259), which has no NaN
+    and no infinity. With an indent, the standard library encodes in Python, token by
     token through nested generators; this writes each line whole, about twice as
     fast, which a report of many thousands of cases notices.
 
     :raises TypeError: for a value that is not JSON data.
+    :raises ValueError: for a float that is NaN or infinite.
     """
     chunks: list[str] = []
     append = chunks.append
@@ -39,7 +39,9 @@ def dumps(value: object) -> str:
             return "null"
         if type(item) is float:
             text = float.__repr__(item)
-            return _SPECIAL[text] if text[-1] > "9" else text  # "nan", "inf", "-inf"
+            if text[-1] > "9":  # "nan", "inf", "-inf", which strict JSON cannot hold
+                raise ValueError(f"Out of range float values are not JSON compliant: {text}")
+            return text
         if type(item) is bool:
             return "true" if item else "false"
         if type(item) is int:

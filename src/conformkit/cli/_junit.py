@@ -199,6 +199,13 @@ def render_junit(matrix: Matrix) -> str:
         for note in entry_notes(entry, gate):
             suite.add_offence(f"({note.kind})", classname, note)
         suites.append(suite)
+    if run.stopped is not None:
+        suite = _Suite("conformkit run", "conformkit.run", [])
+        stopped = Outcome(
+            "stopped", "stopped", Severity.ERROR, f"the run stopped early: {run.stopped}"
+        )
+        suite.add_offence("(stopped)", "conformkit.run", stopped)
+        suites.append(suite)
     if matrix.stale:
         suite = _Suite("conformkit baseline", "conformkit.baseline", [])
         for stale in matrix.stale:

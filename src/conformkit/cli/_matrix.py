@@ -5,7 +5,7 @@ all of them, the versioned JSON form, and the merge of shards' reports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast, final
@@ -132,6 +132,24 @@ class Entry:
             report.unexercised,
         )
 
+    @classmethod
+    def partial(
+        cls,
+        pair: Pair,
+        results: Iterable[CaseResult] = (),
+        cleanup_errors: Iterable[BaseException] = (),
+    ) -> Entry:
+        """The entry of a pair whose run stopped early: the cases it judged, if any."""
+        return cls(
+            clean(pair.feature_id),
+            clean(pair.name),
+            clean(pair.module),
+            pair.distribution,
+            tuple(clean(case_id) for case_id in pair.case_ids),
+            tuple(CaseRecord.of(result) for result in results),
+            tuple(ErrorRecord.of(error) for error in cleanup_errors),
+        )
+
     @property
     def key(self) -> tuple[str, str]:
         return (self.implementation, self.feature_id)
@@ -178,7 +196,12 @@ class Entry:
 @final
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """What ran, where and how."""
+    """
+    What ran, where and how.
+
+    :ivar stopped: why the run stopped before it judged every case it selected
+        (Ctrl-C); ``None`` for a run that went to its end. A stopped run fails the gate.
+    """
 
     conformkit: str
     python: str
@@ -191,6 +214,7 @@ class RunInfo:
     require_full: bool = False
     select: tuple[str, ...] = ()
     shard: Shard | None = None
+    stopped: str | None = None
 
     @property
     def gate(self) -> Gate:
@@ -211,6 +235,7 @@ class RunInfo:
             "require_full": self.require_full,
             "select": list(self.select),
             "shard": None if shard is None else {"index": shard.index, "count": shard.count},
+            "stopped": self.stopped,
         }
 
 
@@ -241,8 +266,8 @@ class Matrix:
 
     @property
     def holds(self) -> bool:
-        """The gate: every entry holds and no baseline entry is stale."""
-        return not self.stale and not self.failing()
+        """The gate: the run went to its end, every entry holds and no baseline entry is stale."""
+        return self.run.stopped is None and not self.stale and not self.failing()
 
     def counts(self) -> dict[CaseStatus, int]:
         counts = dict.fromkeys(CaseStatus, 0)
@@ -281,7 +306,14 @@ def run_information(
     require_full: bool = False,
     select: Sequence[str] = (),
     shard: Shard | None = None,
+    stopped: str | None = None,
 ) -> RunInfo:
+    """
+    What a run was: the versions, the platform, the options and the times.
+
+    Targets and patterns are text as the command line got them: a byte of a path
+    that is not UTF-8 becomes U+FFFD, which files can hold.
+    """
     import importlib.metadata
     import platform
 
@@ -296,11 +328,12 @@ def run_information(
         backend,
         started,
         finished,
-        tuple(targets),
+        tuple(clean(target) for target in targets),
         installed,
         require_full,
-        tuple(select),
+        tuple(clean(pattern) for pattern in select),
         shard,
+        None if stopped is None else clean(stopped),
     )
 
 
@@ -326,13 +359,28 @@ class _Reader:
         if key not in data:
             raise UsageError(f"{self.source}: {where} has no {key!r}")
         value = data[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.fail(f"{where}.{key}", f"a {_kind_name(kind)}", value)
+        # A bool is not a number here, though Python makes it an int.
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise self.fail(f"{where}.{key}", _kind_name(kind), value)
         if isinstance(value, str):
             value = clean(value)
         return cast("_T", value)  # checked above
+
+    def seconds(self, data: Mapping[str, Any], key: str, where: str) -> float:
+        """A duration: a number of seconds, finite, from 0 to :data:`_LONGEST`."""
+        if key not in data:
+            raise UsageError(f"{self.source}: {where} has no {key!r}")
+        value = data[key]
+        if type(value) not in (int, float) or not 0 <= value <= _LONGEST:  # NaN fails too
+            raise self.fail(f"{where}.{key}", f"a number of seconds from 0 to {_LONGEST:g}", value)
+        return float(value)
+
+    def count(self, data: Mapping[str, Any], key: str, where: str, least: int = 1) -> int:
+        """A whole number of at least ``least``."""
+        value = self.get(data, key, int, where)
+        if value < least:
+            raise self.fail(f"{where}.{key}", f"a whole number of at least {least}", value)
+        return value
 
     def optional(self, data: Mapping[str, Any], key: str, kind: type[_T], where: str) -> _T | None:
         if data.get(key) is None:
@@ -382,7 +430,7 @@ class _Reader:
             self.get(data, "case_id", str, where),
             CaseStatus(status),
             self.optional(data, "reason", str, where),
-            self.get(data, "duration", float, where),
+            self.seconds(data, "duration", where),
             None if error is None else self.error(error, f"{where}.error"),
             tuple(
                 self.error(item, f"{where}.cleanup_errors[{index}]")
@@ -428,6 +476,11 @@ class _Reader:
 
     def run(self, data: dict[str, Any]) -> RunInfo:
         shard = self.optional(data, "shard", dict, "run")
+        if shard is not None:
+            index = self.count(shard, "index", "run.shard")
+            count = self.count(shard, "count", "run.shard")
+            if index > count:
+                raise self.fail("run.shard.index", f"at most the count, {count}", index)
         return RunInfo(
             self.get(data, "conformkit", str, "run"),
             self.get(data, "python", str, "run"),
@@ -439,12 +492,9 @@ class _Reader:
             self.get(data, "installed", bool, "run"),
             self.get(data, "require_full", bool, "run"),
             self.strings(data, "select", "run"),
-            None
-            if shard is None
-            else Shard(
-                self.get(shard, "index", int, "run.shard"),
-                self.get(shard, "count", int, "run.shard"),
-            ),
+            None if shard is None else Shard(index, count),
+            # Added to version 1: reports written before it have no "stopped".
+            self.optional(data, "stopped", str, "run") if "stopped" in data else None,
         )
 
     def baseline(self, data: dict[str, Any]) -> BaselineInfo:
@@ -483,6 +533,7 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
         or status not in _STATUSES
         or not (reason is None or type(reason) is str)
         or type(duration) is not float
+        or not 0.0 <= duration <= _LONGEST  # NaN fails too
         or type(stale) is not bool
     ):
         return None
@@ -498,14 +549,18 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
     )
 
 
+_LONGEST: Final = 1e9
+"""The longest duration a report may hold, in seconds (some 30 years): any sum stays finite."""
+
+
 def _kind_name(kind: type[Any]) -> str:
     return {
-        str: "string",
-        int: "integer",
-        float: "number",
-        bool: "boolean",
-        list: "list",
-        dict: "object",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+        list: "a list",
+        dict: "an object",
     }.get(kind, kind.__name__)
 
 
@@ -519,7 +574,7 @@ def from_json(data: object, source: str) -> Matrix:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f'{source} is not a conformkit report (no "format": {FORMAT!r})')
     version = data.get("version")
-    if version != VERSION:
+    if type(version) is not int or version != VERSION:
         raise UsageError(
             f"{source} is a report of schema version {version!r}; this conformkit reads "
             f"version {VERSION}"
@@ -584,6 +639,12 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
                 {str(matrix.run.shard) for matrix, _ in reports if matrix.run.shard is not None}
             )
             found = f" (found shard(s) {', '.join(shards)})" if shards else ""
+            stopped = [
+                f"; {source} is of a run that stopped early: {matrix.run.stopped}"
+                for matrix, source in reports
+                if matrix.run.stopped is not None
+            ]
+            found += "".join(stopped[:1])
             raise UsageError(
                 f"the reports lack {len(missing)} case(s) of {base.title}, "
                 f"{', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}: "
@@ -656,6 +717,7 @@ def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:
         return ", ".join(dict.fromkeys(values))
 
     first = runs[0]
+    stops = [run.stopped for run in runs if run.stopped is not None]
     return RunInfo(
         joined([run.conformkit for run in runs]),
         joined([run.python for run in runs]),
@@ -668,6 +730,7 @@ def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:
         first.require_full,
         first.select,
         None,
+        None if not stops else "; ".join(dict.fromkeys(stops)),
     )
 
 

@@ -207,12 +207,16 @@ def cell(entry: Entry, gate: Gate) -> str:
 
 
 def verdict(matrix: Matrix) -> str:
-    """``"every contract holds"``, or what fails: ``"FAILED (1 of 3 reports does not hold)"``."""
+    """
+    ``"every contract holds"``, or what fails: ``"FAILED (1 of 3 reports does not hold)"``,
+    ``"FAILED (the run stopped early: interrupted (Ctrl-C))"``.
+    """
     failing = len(matrix.failing())
     stale = len(matrix.stale)
-    if not failing and not stale:
+    stopped = matrix.run.stopped
+    if not failing and not stale and stopped is None:
         return "every contract holds"
-    problems = []
+    problems = [] if stopped is None else [f"the run stopped early: {stopped}"]
     if failing:
         count = len(shown(matrix.entries))
         problems.append(

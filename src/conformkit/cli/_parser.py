@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="conformkit",
         description="Conformance testing: run contracts against implementations.",
-        epilog="Exit status: 0 when the gate holds, 1 when it fails, 2 for a usage error.",
+        epilog="Exit status: 0 when the gate holds, 1 when it fails, 2 for a usage error, "
+        "130 after Ctrl-C, 143 after SIGTERM.",
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
