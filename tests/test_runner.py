@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import traceback
 import unittest
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ STAGES = ("create", "case", "cleanup")
 PACKAGE_DIR = os.path.dirname(os.path.abspath(ck.__file__))
 FEATURE_ID = "test.runner"
 SHORT = 0.3  # seconds: small enough to keep the file fast, never hit by a quick stage
+TINY = 0.1  # seconds: a deadline for stages that overrun it by design
 
 
 class Probe:
@@ -65,13 +67,15 @@ def rig(
     unsupported: Mapping[str, str] | None = None,
     on_create: CreateHook | None = None,
     feature_id: str = FEATURE_ID,
+    declared_timeout: float | None = ck.DEFAULT_TIMEOUT,
 ) -> Rig:
     """
     Build a fresh feature with these cases, its suite and an implementation of it.
 
     Each create() call gets the next number, logs ``create N``, defers a cleanup that
     logs ``cleanup N`` and then awaits ``on_create(N, scope)``. With cases run one at
-    a time, the numbers follow the supported cases in declared order.
+    a time, the numbers follow the supported cases in declared order. The
+    implementation declares ``declared_timeout`` as its own deadline.
     """
     the_feature = ck.Feature[Probe](feature_id, cases=tuple(cases))
     log: list[str] = []
@@ -81,6 +85,7 @@ def rig(
     class ProbeImplementation(ck.FeatureImplementation[Probe]):
         feature = the_feature
         coverage = the_feature.coverage(unsupported=unsupported)
+        timeout = declared_timeout
 
         async def create(self, scope: ck.FeatureScope) -> Probe:
             number = next(numbers)
@@ -450,6 +455,210 @@ class TestDeadlines:
             await case.run()
         assert r.log == ["create 0", "case finished", "cleanup 0"]
         assert cleanup_done == ["slow cleanup"]
+
+
+def blocking(seconds: float) -> Callable[[], None]:
+    """Sync code that holds the event loop for ``seconds``: no deadline can cancel it."""
+    return functools.partial(time.sleep, seconds)
+
+
+class TestSyncOverruns:
+    """§4.3: a stage that returns after its deadline fails, though nothing could cancel it."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("stage", ["create", "case", "sync cleanup", "async cleanup"])
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_a_stage_blocking_past_its_deadline_fails(self, stage: str, runner: str) -> None:
+        """Sync code holding the loop past the deadline fails its case, saying what happened."""
+        block = blocking(3 * TINY)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 0:
+                return
+            if stage == "create":
+                block()
+            if stage == "sync cleanup":
+                scope.defer(block)
+            if stage == "async cleanup":
+
+                async def no_checkpoint() -> None:
+                    block()
+
+                scope.defer(no_checkpoint)
+
+        def held(api: Probe) -> None:
+            if stage == "case":
+                block()
+            api.log.append(f"case on {api.number}")
+
+        r = rig({"held": held, "after": passing("after")}, on_create=on_create)
+        expected = f"exceeded the {TINY:g}s deadline"
+        blocked = "sync code blocked the event loop"
+        if runner == "ContractCase.run":
+            held_case, after_case = ck.contract_cases(r.implementation, r.suite, timeout=TINY)
+            with pytest.raises((TimeoutError, ExceptionGroup)) as excinfo:
+                await held_case.run()
+            error: BaseException = excinfo.value
+            if isinstance(error, ExceptionGroup):
+                [error] = error.exceptions
+            assert isinstance(error, TimeoutError)
+            assert expected in str(error)
+            assert blocked in str(error)
+            await after_case.run()
+        else:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+            assert statuses(report) == [FAILED, PASSED]
+            result = report["held"]
+            if stage.endswith("cleanup"):
+                [error] = result.cleanup_errors
+            else:
+                assert result.error is not None
+                error = result.error
+                assert f"stage {stage!r}" in str(error)
+            assert isinstance(error, TimeoutError)
+            assert expected in str(error)
+            assert blocked in str(error)
+            assert blocked in (result.reason or "")
+        assert r.log.count("cleanup 0") == 1
+        assert r.log.count("cleanup 1") == 1
+        assert ("case on 0" in r.log) is (stage != "create")
+
+    @pytest.mark.anyio
+    async def test_a_sync_stage_within_its_deadline_passes(self) -> None:
+        """Sync code that returns in time is a pass: only an overrun fails."""
+        r = rig({"quick": quiet("quick")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        assert statuses(report) == [PASSED]
+
+    @pytest.mark.anyio
+    async def test_the_run_of_several_cases_fails_only_the_late_one(self) -> None:
+        """Under concurrency, the case that blocked fails; the others, slowed down, still pass."""
+
+        def held(api: Probe) -> None:
+            time.sleep(3 * TINY)
+
+        r = rig({"one": passing("one"), "held": held, "two": passing("two")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY, max_concurrency=3)
+        assert report["held"].status is FAILED
+        assert "sync code blocked the event loop" in (report["held"].reason or "")
+
+
+class TestDeclaredTimeout:
+    """§4.3: 5 s by default; an implementation may declare its own; a run's timeout= wins."""
+
+    def test_the_default_deadline_is_five_seconds(self) -> None:
+        """DEFAULT_TIMEOUT is 5 seconds, and what an implementation declares unless told."""
+        assert ck.DEFAULT_TIMEOUT == 5.0
+        assert ck.FeatureImplementation.timeout == 5.0
+        assert rig({"a": passing("a")}).implementation.timeout == 5.0
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("run_timeout", "status"),
+        [(ck.DEFAULT_TIMEOUT, FAILED), (None, PASSED), (1.0, PASSED), (5.0, PASSED)],
+        ids=["default", "none", "one-second", "five-seconds"],
+    )
+    async def test_the_run_overrides_the_declared_deadline(
+        self, run_timeout: float | None, status: ck.CaseStatus
+    ) -> None:
+        """A declared deadline applies unless the run passes timeout=, even 5.0 explicitly."""
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(3 * TINY)
+
+        r = rig({"slow": slow}, declared_timeout=TINY)
+        report = await ck.run_contract(r.implementation, r.suite, timeout=run_timeout)
+        assert statuses(report) == [status]
+        if status is FAILED:
+            assert f"exceeded the {TINY:g}s deadline" in (report["slow"].reason or "")
+        [case] = ck.contract_cases(r.implementation, r.suite, timeout=run_timeout)
+        if status is FAILED:
+            with pytest.raises(TimeoutError):
+                await case.run()
+        else:
+            await case.run()
+
+    @pytest.mark.anyio
+    async def test_a_declared_none_disables_the_deadlines(self) -> None:
+        """timeout = None on the class: no deadline, unless the run sets one."""
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(3 * TINY)
+
+        r = rig({"slow": slow}, declared_timeout=None)
+        assert statuses(await ck.run_contract(r.implementation, r.suite)) == [PASSED]
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        assert statuses(report) == [FAILED]
+
+    @pytest.mark.anyio
+    async def test_open_feature_bounds_cleanups_by_the_declared_deadline(self) -> None:
+        """open_feature's default deadline is the implementation's too."""
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            scope.defer(anyio.sleep_forever)
+
+        r = rig({"a": passing("a")}, on_create=on_create, declared_timeout=TINY)
+        with pytest.raises(ExceptionGroup) as excinfo:
+            async with ck.open_feature(r.implementation):
+                pass
+        [error] = excinfo.value.exceptions
+        assert isinstance(error, TimeoutError)
+        assert f"exceeded the {TINY:g}s deadline" in str(error)
+
+    @pytest.mark.parametrize(
+        "value",
+        [0, -1, math.nan, math.inf, 10**400, "5", True],
+        ids=["zero", "negative", "nan", "inf", "huge", "text", "bool"],
+    )
+    def test_a_malformed_declared_deadline_is_rejected_at_class_creation(
+        self, value: object
+    ) -> None:
+        """The class attribute is checked like the option: one line naming the class."""
+        the_feature = ck.Feature[Probe]("test.runner.declared", cases=("a",))
+        with pytest.raises(ck.ContractDefinitionError, match=r"\bSlow\.timeout must be a positive"):
+
+            class Slow(ck.FeatureImplementation[Probe]):
+                feature = the_feature
+                coverage = the_feature.coverage()
+                timeout = value  # type: ignore[assignment]
+
+                def create(self, scope: ck.FeatureScope) -> Probe:
+                    return Probe(0, [])
+
+    def test_the_command_line_follows_the_declared_deadline(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without --timeout the command line uses the implementation's deadline."""
+        target = tmp_path / "declared_contract.py"
+        target.write_text(
+            textwrap.dedent(
+                """
+                import anyio
+                import conformkit as ck
+
+                slow = ck.Feature[object]("test.cli.declared", cases=("naps",))
+                suite = ck.ContractSuite(slow)
+
+                @suite.case
+                async def naps(api: object) -> None:
+                    await anyio.sleep(0.6)
+
+                class Impatient(ck.FeatureImplementation[object]):
+                    feature = slow
+                    coverage = slow.coverage()
+                    timeout = 0.2
+
+                    def create(self, scope: ck.FeatureScope) -> object:
+                        return object()
+                """
+            ),
+            encoding="utf-8",
+        )
+        from conformkit.cli import main
+
+        assert main(["run", str(target)]) == 1
+        assert "exceeded the 0.2s deadline" in capsys.readouterr().out
+        assert main(["run", str(target), "--timeout", "5"]) == 0
 
 
 class TestCleanupFailure:

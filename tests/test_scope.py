@@ -171,7 +171,7 @@ def assert_timeout(exc: BaseException, what: str) -> None:
     assert type(exc) is TimeoutError
     message = str(exc)
     assert "feature 'test.scope'" in message
-    assert "(stage 'cleanup')" in message
+    assert "(stage 'cleanup'" in message
     assert what in message
 
 

@@ -16,12 +16,12 @@ import anyio
 
 from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
-from ._implementation import FeatureImplementation, declared_feature
+from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
-from ._scope import DEFAULT_TIMEOUT, FeatureScope
+from ._scope import FeatureScope
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
-from ._util import check_timeout, format_error
+from ._util import format_error
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -95,21 +95,34 @@ class _Lane:
     cancel scope carries the deadline.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "watched")
+    __slots__ = ("cancel_scope", "deadline", "due", "fired", "watched")
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
     def __init__(self, *, watched: bool) -> None:
         self.watched = watched
         self.deadline: float | None = None  # of the running stage, when watched
+        self.due = 0.0  # when the running stage must end, in monotonic() seconds
         self.fired = False  # the watchdog cancelled the scope
 
     def arm(self, timeout: float) -> None:
         """Start a stage: it must end within ``timeout`` seconds from now."""
+        self.due = due = monotonic() + timeout
         if self.watched:
-            self.deadline = monotonic() + timeout
+            self.deadline = due
         else:
             self.cancel_scope.deadline = anyio.current_time() + timeout
+
+    def check(self, timeout: float) -> None:
+        """
+        End a stage that returned by itself, which may still have overrun its
+        deadline: sync code that blocks the event loop is never cancelled.
+
+        :raises _Late: if the stage ended after its deadline.
+        """
+        now = monotonic()
+        if now > self.due:
+            raise _Late(now - self.due + timeout)
 
     def disarm(self) -> bool:
         """
@@ -123,6 +136,14 @@ class _Lane:
             self.deadline = None
             return self.fired
         return self.cancel_scope.cancel_called
+
+
+class _Late(Exception):
+    """A stage returned after its deadline; ``ran`` is how long it took."""
+
+    def __init__(self, ran: float) -> None:
+        super().__init__(ran)
+        self.ran = ran
 
 
 async def _watch(lanes: list[_Lane], timeout: float) -> None:
@@ -184,7 +205,7 @@ class RunPlan(Generic[API]):
         self.operations = (
             api_operations(_api_type(implementation.feature)) if reject_vacuous else None
         )
-        self.timeout = check_timeout(timeout)
+        self.timeout = stage_timeout(timeout, implementation)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
         self.create = implementation.create
@@ -380,18 +401,23 @@ class Execution(Generic[API]):
                 # isawaitable() check would cost more than the rest of a trivial case.
                 if create_is_async or type(created) is CoroutineType:
                     created = await created
-                stage = "case"
                 if timeout is not None:
+                    lane.check(timeout)
+                    stage = "case"
                     lane.arm(timeout)
+                else:
+                    stage = "case"
                 if record:
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
                 outcome = function(created)
                 if outcome is not None:
                     await outcome
+                if timeout is not None:
+                    lane.check(timeout)
             except BaseException as exc:
                 error = exc
-            overran = timeout is not None and lane.disarm()
+            overran = timeout is not None and (lane.disarm() or type(error) is _Late)
             cleanup_errors = await scope._close()
             duration = perf_counter() - started
             spent = overran
@@ -444,12 +470,15 @@ class Execution(Generic[API]):
         if interrupts:
             raise BaseExceptionGroup(f"cleanup of case {case_id!r} was interrupted", interrupts)
         if overran:
-            if error is not None:
+            detail = ""
+            if type(error) is _Late:
+                detail = f" (ran {error.ran:.1f}s; sync code blocked the event loop)"
+            elif error is not None:
                 _trim_traceback(error)
             timeout = self.plan.timeout
             error = TimeoutError(
                 f"feature {self.plan.feature_id!r}, case {case_id!r}: stage {stage!r} "
-                f"exceeded the {timeout or 0:g}s deadline"
+                f"exceeded the {timeout or 0:g}s deadline{detail}"
             ).with_traceback(None)
             return CaseResult(
                 case_id, CaseStatus.FAILED, str(error), error, tuple(cleanup_errors), duration

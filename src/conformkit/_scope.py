@@ -7,22 +7,21 @@ import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
 
 import anyio
 from typing_extensions import TypeVar, TypeVarTuple
 
 from ._feature import API
-from ._implementation import declared_feature
-from ._util import callable_name, check_timeout
+from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from ._implementation import declared_feature, stage_timeout
+from ._util import callable_name
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._implementation import FeatureImplementation
-
-DEFAULT_TIMEOUT: Final = 60.0
-"""Seconds each stage (create, case, each cleanup) may take unless told otherwise."""
 
 _CleanupT = TypeVar("_CleanupT", bound=Callable[[], object])
 _PosArgsT = TypeVarTuple("_PosArgsT")
@@ -198,16 +197,30 @@ class FeatureScope:
                 self._closing.set()
             if self._background is not None:
                 await self._join_background(self._background, errors)
+            timeout = self._timeout
             cleanups = self._cleanups
+            # Each cleanup is a stage: one that returns after its deadline fails
+            # too, sync code included, though nothing could cancel it.
+            begun = monotonic() if timeout is not None and cleanups else 0.0
             while cleanups:
                 cleanup = cleanups.pop()
+                cancelled = False
                 try:
                     result = cleanup()
                     if result is not None and inspect.isawaitable(result):
                         self._awaited = True
-                        await self._await_cleanup(cleanup, result)
+                        cancelled = await self._await_cleanup(result)
                 except BaseException as exc:
                     errors.append(exc)
+                if timeout is not None:
+                    ended = monotonic()
+                    if cancelled or ended - begun > timeout:
+                        errors.append(
+                            self._overrun(
+                                f"cleanup {callable_name(cleanup)}", ended - begun, cancelled
+                            )
+                        )
+                    begun = ended
         finally:
             self._state = _CLOSED
             if self._closed is not None:
@@ -215,15 +228,20 @@ class FeatureScope:
         return errors
 
     async def _join_background(self, background: _Background, errors: list[BaseException]) -> None:
+        late: TimeoutError | None = None
         if background.live:
             self._awaited = True
             # Made only now: work may start and finish many times before closing.
             background.done = done = anyio.Event()
             for cancel_scope in background.scopes:
                 cancel_scope.cancel()
+            begun = monotonic()
             with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
                 await done.wait()
             background.outlived = deadline.cancelled_caught
+            ran = monotonic() - begun
+            if self._timeout is not None and not background.outlived and ran > self._timeout:
+                late = self._overrun("the join of background work", ran, cancelled=False)
         errors.extend(background.errors)  # work that failed before closing, too
         if background.outlived:
             errors.append(
@@ -232,15 +250,22 @@ class FeatureScope:
                     f"{self._timeout:g}s of being cancelled (stage 'cleanup')"
                 )
             )
+        elif late is not None:
+            errors.append(late)
 
-    async def _await_cleanup(self, cleanup: object, result: Awaitable[object]) -> None:
+    def _overrun(self, what: str, ran: float, cancelled: bool) -> TimeoutError:
+        """The failure of a part of closing that took longer than the stage deadline."""
+        how = "" if cancelled else f"; ran {ran:.1f}s; sync code blocked the event loop"
+        return TimeoutError(
+            f"{self._where()}: {what} exceeded the {self._timeout:g}s deadline "
+            f"(stage 'cleanup'{how})"
+        )
+
+    async def _await_cleanup(self, result: Awaitable[object]) -> bool:
+        """Await an async cleanup under the deadline; return whether the deadline cancelled it."""
         with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
             await result
-        if deadline.cancelled_caught:
-            raise TimeoutError(
-                f"{self._where()}: cleanup {callable_name(cleanup)} exceeded the "
-                f"{self._timeout:g}s deadline (stage 'cleanup')"
-            )
+        return deadline.cancelled_caught
 
 
 @final
@@ -338,12 +363,13 @@ async def open_feature(
     On exit, the session is disposed; if the body raised and a cleanup failed too,
     both surface together in one exception group, the body's error first.
 
-    :param timeout: seconds each async cleanup (and the join of background work)
-        may take; ``None`` disables the deadline.
+    :param timeout: seconds each cleanup (and the join of background work) may
+        take; by default, the implementation's own ``timeout``; ``None`` disables
+        the deadline.
     :raises ExceptionGroup: holding every cleanup failure, when any failed.
     """
-    timeout = check_timeout(timeout)
     feature = declared_feature(implementation)
+    timeout = stage_timeout(timeout, implementation)
     await anyio.lowlevel.checkpoint_if_cancelled()  # a sync create would not notice
     create_error: BaseException | None = None
     body_error: BaseException | None = None
