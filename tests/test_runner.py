@@ -487,9 +487,9 @@ class TestSyncOverruns:
                 scope.defer(no_checkpoint)
 
         def held(api: Probe) -> None:
+            api.log.append(f"case on {api.number}")
             if stage == "case":
                 block()
-            api.log.append(f"case on {api.number}")
 
         r = rig({"held": held, "after": passing("after")}, on_create=on_create)
         expected = f"exceeded the {TINY:g}s deadline"
@@ -728,7 +728,8 @@ class TestCleanupFailure:
             stubborn, _ = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
 
             async def release_after_the_join_gave_up() -> None:
-                await anyio.sleep(2 * SHORT)
+                # The join waits SHORT, then SHORT again for work it interrupts.
+                await anyio.sleep(3 * SHORT)
                 release.set()
 
             async with anyio.create_task_group() as task_group:

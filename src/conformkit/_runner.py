@@ -6,10 +6,13 @@ import functools
 import inspect
 import os
 import sys
+import threading
+import traceback
 import typing
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from signal import SIGINT as _SIGINT
 from time import monotonic, perf_counter
-from types import CoroutineType, TracebackType
+from types import CoroutineType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
@@ -22,9 +25,24 @@ from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import FeatureScope
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._util import format_error
+from ._watchdog import (
+    StageStuck,
+    Watch,
+    format_frames,
+    interruptible,
+    raise_in_thread,
+    stuck_detail,
+)
 
 if TYPE_CHECKING:
+    import signal as _signal
+
     from anyio.abc import TaskGroup
+else:
+    # The C module under `signal`: its functions take a tenth of the time of
+    # `signal`'s, which wrap every handler and number in an enum, and a run
+    # installs its handler each time it starts.
+    import _signal
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
@@ -83,7 +101,7 @@ def _bind(function: FamilyFunction[API], param: Any) -> CaseFunction[API]:
 
 
 @final
-class _Lane:
+class _Lane(Watch):
     """
     One lane of a run: its cases run one after another inside its cancel scope,
     each stage (``create``, then the case) under the run's deadline.
@@ -93,21 +111,31 @@ class _Lane:
     stage is still running then. A run of one case, ``ContractCase.run()``, has
     no watchdog, whose task would cost more than the case itself: its lane's
     cancel scope carries the deadline.
+
+    A lane is also a :class:`Watch`: the last-resort watchdog thread sees a stage
+    that the event loop could not stop, and interrupts it.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "due", "fired", "watched")
+    __slots__ = ("cancel_scope", "deadline", "fired", "watched")
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
-    def __init__(self, *, watched: bool) -> None:
+    def __init__(
+        self, timeout: float | None, cancelled_class: type[BaseException], *, watched: bool
+    ) -> None:
+        super().__init__(timeout, cancelled_class)
         self.watched = watched
         self.deadline: float | None = None  # of the running stage, when watched
-        self.due = 0.0  # when the running stage must end, in monotonic() seconds
         self.fired = False  # the watchdog cancelled the scope
 
-    def arm(self, timeout: float) -> None:
+    def arm(self, timeout: float, stage: str) -> None:
         """Start a stage: it must end within ``timeout`` seconds from now."""
         self.due = due = monotonic() + timeout
+        self.stage = stage
+        self.first_cancel = None
+        self.serial += 1
+        self.intercepting = True
+        self.stuck_at = due + self.grace
         if self.watched:
             self.deadline = due
         else:
@@ -132,10 +160,32 @@ class _Lane:
         cleanup, which that deadline may cancel the scope during (shielded, so
         harmlessly): the run of one case ends with that case.
         """
+        self.stuck_at = None
+        self.intercepting = False
+        if self.pending:
+            self.settle()  # an exception raised into the thread as the stage ended
         if self.watched:
             self.deadline = None
             return self.fired
         return self.cancel_scope.cancel_called
+
+    def overrun(self, error: BaseException | None, timeout: float, cancelled: bool) -> str:
+        """
+        Say how the stage that overran ran over, for its reason: `` (ran 3.0s; ...)``.
+
+        :param cancelled: whether its deadline cancelled it.
+        """
+        if type(error) is _Late:
+            # Returned late by itself: it ran sync code that held the event loop,
+            # or it waited where its cancellation did not reach.
+            how = "it did not answer its cancellation" if cancelled else _BLOCKED
+            return f" (ran {error.ran:.1f}s; {how})"
+        if type(error) is StageStuck:
+            ran = monotonic() - self.due + timeout
+            return f" (ran {ran:.1f}s; {stuck_detail(error)})"
+        if self.first_cancel is not None and self.where:
+            return f" (cancelled in {self.where})"
+        return ""
 
 
 class _Late(Exception):
@@ -144,6 +194,10 @@ class _Late(Exception):
     def __init__(self, ran: float) -> None:
         super().__init__(ran)
         self.ran = ran
+
+
+_OVERRUNS: Final = (_Late, StageStuck)
+_BLOCKED: Final = "sync code blocked the event loop"
 
 
 async def _watch(lanes: list[_Lane], timeout: float) -> None:
@@ -293,6 +347,30 @@ class Execution(Generic[API]):
     def finished(self) -> list[CaseResult]:
         return [result for result in self.results if result is not None]
 
+    def stuck_report(self, stuck: Watch) -> ContractReport:
+        """
+        What a run that is stuck beyond interruption has judged: every result so
+        far, and the stuck case failed; the cases not reached are left out.
+
+        Called from the watchdog thread while the run cannot go on, by the command
+        line, which then writes it and exits.
+        """
+        plan = self.plan
+        error = TimeoutError(
+            f"feature {plan.feature_id!r}, case {stuck.case_id!r}: stage {stuck.stage!r} "
+            f"exceeded the {stuck.timeout or 0:g}s deadline and is stuck: it could not be "
+            f"interrupted, and the run was stopped"
+        )
+        if stuck.stack:
+            error.add_note(f"where it was stuck:\n{stuck.stack}")
+        results = []
+        for case_id, result in zip(self.case_ids, list(self.results), strict=True):
+            if result is not None:
+                results.append(result)
+            elif case_id == stuck.case_id:
+                results.append(CaseResult(case_id, CaseStatus.FAILED, str(error), error))
+        return ContractReport(plan.feature_id, plan.name, tuple(results), tuple(self.late_errors()))
+
     async def run(self, max_concurrency: int) -> None:
         plan = self.plan
         case_ids = self.case_ids
@@ -309,21 +387,37 @@ class Execution(Generic[API]):
         queue = enumerate(case_ids)
         timeout = plan.timeout
         watched = len(case_ids) > 1
-        lanes = [_Lane(watched=watched) for _ in range(min(max_concurrency, len(case_ids)))]
-        async with anyio.create_task_group() as task_group:
-            self.spawner = task_group
-            if watched and timeout is not None:
-                task_group.start_soon(_watch, lanes, timeout)
-            if len(lanes) == 1:
-                await self._work(lanes[0], queue, task_group)
-            else:
-                async with anyio.create_task_group() as workers:
-                    for lane in lanes:
-                        workers.start_soon(self._work, lane, queue, task_group)
-            if (watched and timeout is not None) or self.stragglers:
-                # Stop the watchdog, and background work that outlived its join.
-                # Only then: a cancellation costs more than a case.
-                task_group.cancel_scope.cancel()
+        cancelled_class = anyio.get_cancelled_exc_class()
+        lanes = [
+            _Lane(timeout, cancelled_class, watched=watched)
+            for _ in range(min(max_concurrency, len(case_ids)))
+        ]
+        signals = _Signals.install() if timeout is not None else None
+        try:
+            if timeout is not None:
+                for lane in lanes:
+                    lane.__enter__()  # watched by the last-resort thread from now on
+                    lane.interrupt = None if signals is None else signals.interrupt
+            async with anyio.create_task_group() as task_group:
+                self.spawner = task_group
+                if watched and timeout is not None:
+                    task_group.start_soon(_watch, lanes, timeout)
+                if len(lanes) == 1:
+                    await self._work(lanes[0], queue, task_group)
+                else:
+                    async with anyio.create_task_group() as workers:
+                        for lane in lanes:
+                            workers.start_soon(self._work, lane, queue, task_group)
+                if (watched and timeout is not None) or self.stragglers:
+                    # Stop the watchdog, and background work that outlived its join.
+                    # Only then: a cancellation costs more than a case.
+                    task_group.cancel_scope.cancel()
+        finally:
+            if timeout is not None:
+                for lane in lanes:
+                    lane.__exit__()
+            if signals is not None:
+                signals.restore()
         if self.interrupt is not None:
             raise self.interrupt
 
@@ -332,6 +426,21 @@ class Execution(Generic[API]):
         self.results[index] = case_result(case_id, CaseStatus.UNSUPPORTED, reason)
 
     async def _work(
+        self,
+        lane: _Lane,
+        queue: Iterator[tuple[int, str]],
+        task_group: TaskGroup,
+    ) -> None:
+        if lane.timeout is None:
+            await self._take_cases(lane, queue, task_group)
+            return
+        # Under deadlines, the lane's stages can be interrupted from outside:
+        # a stage that ignores its cancellation gets StageStuck thrown in instead.
+        lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
+        lane.wake = _waker()
+        await interruptible(coroutine, lane)
+
+    async def _take_cases(
         self,
         lane: _Lane,
         queue: Iterator[tuple[int, str]],
@@ -379,6 +488,8 @@ class Execution(Generic[API]):
         record = plan.record
         spawner = self.spawner
         passed = CaseStatus.PASSED
+        if timeout is not None:
+            lane.frame = sys._getframe()  # on the thread's stack while a stage runs
         for index, case_id in queue:
             declared: str | None = None
             marker = coverage[case_id]
@@ -394,7 +505,9 @@ class Execution(Generic[API]):
             stage = "create"
             started = perf_counter()
             if timeout is not None:
-                lane.arm(timeout)
+                scope._watch = lane
+                lane.case_id = case_id
+                lane.arm(timeout, stage)
             try:
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an
@@ -404,7 +517,7 @@ class Execution(Generic[API]):
                 if timeout is not None:
                     lane.check(timeout)
                     stage = "case"
-                    lane.arm(timeout)
+                    lane.arm(timeout, stage)
                 else:
                     stage = "case"
                 if record:
@@ -414,25 +527,32 @@ class Execution(Generic[API]):
                 if outcome is not None:
                     await outcome
                 if timeout is not None:
+                    lane.stuck_at = None  # no call before: nothing may interrupt it
                     lane.check(timeout)
             except BaseException as exc:
+                lane.stuck_at = None  # first: the watchdog interrupts only the stage
                 error = exc
-            overran = timeout is not None and (lane.disarm() or type(error) is _Late)
+            overran: str | None = None
+            if timeout is not None:
+                cancelled = lane.disarm()
+                if cancelled or type(error) in _OVERRUNS:
+                    # Read now: the cleanups rearm the lane.
+                    overran = lane.overrun(error, timeout, cancelled)
             cleanup_errors = await scope._close()
             duration = perf_counter() - started
-            spent = overran
+            spent = overran is not None
             if scope._awaited:
                 # Closing awaited: it joined background work or ran async cleanups.
                 if scope._background is not None and scope._background.outlived:
                     self.stragglers.append((scope, len(cleanup_errors)))
-                if not overran:
+                if overran is None:
                     # The cleanups ran shielded. An outside cancellation that
                     # arrived meanwhile is honoured now, unless the lane's own
                     # deadline passed (only a run of one case keeps it armed then).
                     spent = lane.cancel_scope.cancel_called
                     if not spent:
                         await anyio.lowlevel.checkpoint_if_cancelled()
-            if error is None and not cleanup_errors and not overran and recorder is None:
+            if error is None and not cleanup_errors and overran is None and recorder is None:
                 result = case_result(case_id, passed, None, None, (), duration)
             else:
                 result = await self._conclude(
@@ -450,16 +570,18 @@ class Execution(Generic[API]):
         error: BaseException | None,
         cleanup_errors: list[BaseException],
         duration: float,
-        overran: bool,
+        overran: str | None,
         recorder: CallRecorder | None,
     ) -> CaseResult:
         """
         The result of a case that did not simply pass, or whose calls were
         recorded; an interrupt or a real cancellation is raised instead.
+
+        :param overran: when a stage overran its deadline, how, for the reason.
         """
         if recorder is not None:
             self.called.update(recorder.names())
-        if error is None and not cleanup_errors and not overran:
+        if error is None and not cleanup_errors and overran is None:
             if recorder is not None and not recorder.calls:
                 return CaseResult(
                     case_id, CaseStatus.FAILED, "vacuous: the case never called the API",
@@ -469,17 +591,17 @@ class Execution(Generic[API]):
         interrupts = [exc for exc in cleanup_errors if not isinstance(exc, Exception)]
         if interrupts:
             raise BaseExceptionGroup(f"cleanup of case {case_id!r} was interrupted", interrupts)
-        if overran:
-            detail = ""
-            if type(error) is _Late:
-                detail = f" (ran {error.ran:.1f}s; sync code blocked the event loop)"
-            elif error is not None:
+        if overran is not None:
+            stuck = error if type(error) is StageStuck else None
+            if error is not None:
                 _trim_traceback(error)
             timeout = self.plan.timeout
             error = TimeoutError(
                 f"feature {self.plan.feature_id!r}, case {case_id!r}: stage {stage!r} "
-                f"exceeded the {timeout or 0:g}s deadline{detail}"
+                f"exceeded the {timeout or 0:g}s deadline{overran}"
             ).with_traceback(None)
+            if stuck is not None:
+                error.add_note(f"where it was stuck:\n{_stack_of(stuck)}")
             return CaseResult(
                 case_id, CaseStatus.FAILED, str(error), error, tuple(cleanup_errors), duration
             )
@@ -493,6 +615,100 @@ class Execution(Generic[API]):
         elif error is not None and not isinstance(error, Exception):
             raise error  # an interrupt: never a case outcome
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
+
+
+def _stack_of(error: BaseException) -> str:
+    """The innermost frames of an exception's traceback, formatted."""
+    return format_frames(traceback.extract_tb(error.__traceback__))
+
+
+def _waker() -> Callable[[Watch, int], None] | None:
+    """
+    On asyncio, a function the watchdog thread calls to wake the current task
+    where no cancellation reaches it (a shielded wait, a thread it waits for),
+    so that it gets StageStuck; ``None`` on trio, which has no such means.
+    """
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio
+        return None
+    task = asyncio.current_task()
+    if task is None:
+        return None
+
+    def wake_task(watch: Watch, serial: int) -> None:
+        if watch.serial == serial and watch.stuck_at is not None and watch.intercepting:
+            watch.forced = True
+            task.cancel()
+
+    def wake(watch: Watch, serial: int) -> None:
+        loop.call_soon_threadsafe(wake_task, watch, serial)
+
+    return wake
+
+
+_MAIN_THREAD: Final = threading.main_thread().ident
+
+
+@final
+class _Signals:
+    """
+    The SIGINT handler of a run on the main thread, through which the watchdog
+    thread interrupts sync code that blocks the event loop: a signal ends a
+    blocking call (``time.sleep``, ``Lock.acquire``, a read) where an exception
+    raised from another thread waits for it to return. Any other SIGINT goes to
+    the handler the run found.
+    """
+
+    __slots__ = ("handle", "pending", "previous")
+
+    def __init__(self, previous: Callable[[int, FrameType | None], Any]) -> None:
+        self.previous = previous
+        self.pending: tuple[Watch, int] | None = None
+        self.handle = self._handle  # one bound method, to know it again
+
+    @classmethod
+    def install(cls) -> _Signals | None:
+        """Install the handler; ``None`` off the main thread, or over a handler not in Python."""
+        if threading.get_ident() != _MAIN_THREAD:
+            return None
+        previous = _signal.getsignal(_SIGINT)
+        if not callable(previous):
+            return None
+        signals = cls(previous)
+        _signal.signal(_SIGINT, signals.handle)
+        return signals
+
+    def restore(self) -> None:
+        if _signal.getsignal(_SIGINT) is self.handle:
+            _signal.signal(_SIGINT, self.previous)
+
+    def interrupt(self, watch: Watch, serial: int) -> None:
+        """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
+        self.pending = (watch, serial)
+        kill = getattr(_signal, "pthread_kill", None)  # not on Windows
+        if kill is not None and _signal.getsignal(_SIGINT) is self.handle:
+            kill(_MAIN_THREAD, _SIGINT)
+        else:  # the code under test replaced the handler
+            self.pending = None
+            raise_in_thread(watch, serial)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        pending = self.pending
+        if pending is None:
+            self.previous(signum, frame)
+            return
+        self.pending = None
+        watch, serial = pending
+        if watch.serial != serial or watch.stuck_at is None:
+            return  # the stage ended meanwhile
+        while frame is not None:
+            if frame is watch.frame:
+                raise StageStuck  # sync code blocked the event loop
+            frame = frame.f_back
 
 
 def _natively_cancelled() -> bool:

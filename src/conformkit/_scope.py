@@ -17,6 +17,7 @@ from ._feature import API
 from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
 from ._util import callable_name
+from ._watchdog import Guard, StageStuck, Watch, interruptible, stuck_detail
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -66,6 +67,7 @@ class FeatureScope:
         "_spawner",
         "_state",
         "_timeout",
+        "_watch",
     )
 
     def __init__(
@@ -90,6 +92,9 @@ class FeatureScope:
         # Whether closing awaited (shielded) anything: an outside cancellation
         # that arrived meanwhile is still pending, and the host must honour it.
         self._awaited = False
+        # The runner's lane, which the watchdog thread watches: each cleanup is a
+        # stage it may interrupt. None outside a run.
+        self._watch: Watch | None = None
 
     def __repr__(self) -> str:
         return f"<FeatureScope {self._where()} {self._state.value}>"
@@ -163,7 +168,19 @@ class FeatureScope:
             with anyio.CancelScope() as cancel_scope:
                 background.scopes.add(cancel_scope)
                 try:
-                    await function(*args)
+                    if self._timeout is None:
+                        await function(*args)
+                    else:
+                        # Work that ignores the join's cancellation past its deadline
+                        # gets StageStuck instead, so that it ends.
+                        guard = Guard(math.inf, 0.0, anyio.get_cancelled_exc_class())
+                        background.guards.add(guard)
+                        try:
+                            await interruptible(function(*args), guard)
+                        finally:
+                            background.guards.discard(guard)
+                except StageStuck as stuck:
+                    background.interrupted = stuck_detail(stuck)
                 except Exception as exc:
                     background.errors.append(exc)
                     if background.outlived:
@@ -198,28 +215,38 @@ class FeatureScope:
             if self._background is not None:
                 await self._join_background(self._background, errors)
             timeout = self._timeout
+            watch = self._watch
             cleanups = self._cleanups
             # Each cleanup is a stage: one that returns after its deadline fails
             # too, sync code included, though nothing could cancel it.
             begun = monotonic() if timeout is not None and cleanups else 0.0
             while cleanups:
                 cleanup = cleanups.pop()
-                cancelled = False
+                detail: str | None = None  # how it overran, when that is known
+                if watch is not None:
+                    watch.start("cleanup", begun + _deadline(timeout), intercepting=False)
                 try:
                     result = cleanup()
                     if result is not None and inspect.isawaitable(result):
                         self._awaited = True
-                        cancelled = await self._await_cleanup(result)
+                        detail = await self._await_cleanup(result)
+                    if watch is not None:
+                        watch.stuck_at = None  # no call before: nothing may interrupt it
+                except StageStuck as stuck:
+                    if watch is not None:
+                        watch.stuck_at = None
+                    detail = stuck_detail(stuck)
                 except BaseException as exc:
+                    if watch is not None:
+                        watch.stuck_at = None
                     errors.append(exc)
+                if watch is not None and watch.pending:
+                    watch.settle()
                 if timeout is not None:
                     ended = monotonic()
-                    if cancelled or ended - begun > timeout:
-                        errors.append(
-                            self._overrun(
-                                f"cleanup {callable_name(cleanup)}", ended - begun, cancelled
-                            )
-                        )
+                    if detail is not None or ended - begun > timeout:
+                        what = f"cleanup {callable_name(cleanup)}"
+                        errors.append(self._overrun(what, ended - begun, detail))
                     begun = ended
         finally:
             self._state = _CLOSED
@@ -236,50 +263,98 @@ class FeatureScope:
             for cancel_scope in background.scopes:
                 cancel_scope.cancel()
             begun = monotonic()
-            with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
+            timeout = self._timeout
+            with anyio.move_on_after(_deadline(timeout), shield=True) as deadline:
                 await done.wait()
-            background.outlived = deadline.cancelled_caught
+            outlived = deadline.cancelled_caught
+            if outlived and timeout is not None:
+                # Work that swallows its cancellation is cancelled again at its next
+                # step: it gets StageStuck then, and ends. Give it a moment to.
+                now = monotonic()
+                for guard in background.guards:
+                    guard.due = now
+                with anyio.move_on_after(min(timeout, 1.0), shield=True) as grace:
+                    await done.wait()
+                outlived = grace.cancelled_caught
+            background.outlived = outlived
+            background.overran = deadline.cancelled_caught
             ran = monotonic() - begun
-            if self._timeout is not None and not background.outlived and ran > self._timeout:
-                late = self._overrun("the join of background work", ran, cancelled=False)
+            if timeout is not None and ran > timeout and not deadline.cancelled_caught:
+                late = self._overrun("the join of background work", ran, None)
         errors.extend(background.errors)  # work that failed before closing, too
-        if background.outlived:
+        if background.overran:
+            how = "" if background.interrupted is None else f"; {background.interrupted}"
             errors.append(
                 TimeoutError(
                     f"{self._where()}: background work did not finish within "
-                    f"{self._timeout:g}s of being cancelled (stage 'cleanup')"
+                    f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
                 )
             )
         elif late is not None:
             errors.append(late)
 
-    def _overrun(self, what: str, ran: float, cancelled: bool) -> TimeoutError:
-        """The failure of a part of closing that took longer than the stage deadline."""
-        how = "" if cancelled else f"; ran {ran:.1f}s; sync code blocked the event loop"
+    def _overrun(self, what: str, ran: float, detail: str | None) -> TimeoutError:
+        """
+        The failure of a part of closing that took longer than the stage deadline.
+
+        :param detail: how it overran, when known; ``None`` for a stage that
+            returned late by itself, which sync code blocking the loop explains.
+        """
+        if detail is None:
+            detail = f"ran {ran:.1f}s; sync code blocked the event loop"
+        elif detail and not detail.startswith("cancelled"):
+            detail = f"ran {ran:.1f}s; {detail}"  # it was interrupted
         return TimeoutError(
             f"{self._where()}: {what} exceeded the {self._timeout:g}s deadline "
-            f"(stage 'cleanup'{how})"
+            f"(stage 'cleanup'{'; ' + detail if detail else ''})"
         )
 
-    async def _await_cleanup(self, result: Awaitable[object]) -> bool:
-        """Await an async cleanup under the deadline; return whether the deadline cancelled it."""
-        with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
-            await result
-        return deadline.cancelled_caught
+    async def _await_cleanup(self, result: Awaitable[object]) -> str | None:
+        """
+        Await an async cleanup under the deadline; return how it overran, if the
+        deadline cancelled it: ``""``, or where it was when it was interrupted.
+
+        A cleanup that ignores the cancellation is interrupted: it gets
+        :class:`StageStuck` instead of the next cancellation, ``grace`` seconds on.
+        """
+        timeout = self._timeout
+        if timeout is None:
+            with anyio.CancelScope(shield=True):
+                await result
+            return None
+        guard = Guard(monotonic() + timeout, min(timeout, 1.0), anyio.get_cancelled_exc_class())
+        with anyio.move_on_after(timeout, shield=True) as deadline:
+            await interruptible(result, guard)
+        if not deadline.cancelled_caught:
+            return None
+        return f"cancelled in {guard.where}" if guard.where else ""
 
 
 @final
 class _Background:
     """The background work of one scope: how many tasks live, their scopes and errors."""
 
-    __slots__ = ("done", "errors", "live", "outlived", "scopes")
+    __slots__ = (
+        "done",
+        "errors",
+        "guards",
+        "interrupted",
+        "live",
+        "outlived",
+        "overran",
+        "scopes",
+    )
 
     def __init__(self) -> None:
         self.live = 0
-        self.outlived = False  # the join's deadline passed with work still running
+        self.overran = False  # the join's deadline passed with work still running
+        self.outlived = False  # ... and the work did not end even when interrupted
         self.scopes: set[anyio.CancelScope] = set()
+        self.guards: set[Guard] = set()
         self.errors: list[BaseException] = []
         self.done: anyio.Event | None = None
+        # How work that ignored its cancellation was stuck, once interrupted.
+        self.interrupted: str | None = None
 
 
 def _deadline(timeout: float | None) -> float:

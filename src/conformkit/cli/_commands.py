@@ -9,6 +9,7 @@ import argparse
 import functools
 import importlib
 import json
+import os
 import sys
 import traceback
 import types
@@ -65,13 +66,15 @@ def _error(error: BaseException, debug: bool, message: str, *, status: int = 2) 
 class Progress:
     """How far a run is, for a progress line: cases done of the total, and the pair running."""
 
-    __slots__ = ("done", "execution", "label", "total")
+    __slots__ = ("done", "entries", "execution", "label", "pair", "total")
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.done = 0
         self.label = ""
         self.execution: Execution[Any] | None = None
+        self.pair: Pair | None = None
+        self.entries: list[Entry] = []  # the pairs run so far
 
     def finished(self) -> int:
         """Cases finished so far, counting those of the pair now running."""
@@ -87,19 +90,23 @@ async def run_pairs(
     max_concurrency: int = 1,
     show_progress: Callable[[Progress], None] | None = None,
     interval: float = 0.1,
+    progress: Progress | None = None,
 ) -> list[Entry]:
     """
     Run the selected cases of each pair, one pair after another, as ``run_contract`` would.
 
     :param show_progress: called every ``interval`` seconds while the run lasts.
+    :param progress: where to keep how far the run is, if not in one of its own.
     """
-    progress = Progress(sum(len(cases) for cases in selections))
+    if progress is None:
+        progress = Progress(sum(len(cases) for cases in selections))
 
     async def run() -> list[Entry]:
-        entries: list[Entry] = []
+        entries = progress.entries
         for pair, case_ids in zip(pairs, selections, strict=True):
             execution = Execution(pair.plan, case_ids)
             progress.execution, progress.label = execution, f"{pair.feature_id} × {pair.name}"
+            progress.pair = pair
             if case_ids:
                 await execution.run(max_concurrency)
             progress.execution = None
@@ -140,35 +147,73 @@ def _execute(
     *,
     targets: Sequence[str],
     shard: Shard | None = None,
+    on_stuck: Callable[[Matrix], None] | None = None,
 ) -> Matrix:
-    """Run the selected cases of the pairs and gather what happened."""
+    """
+    Run the selected cases of the pairs and gather what happened.
+
+    :param on_stuck: writes what was judged when a stage is stuck beyond what
+        can be interrupted; the command then exits with status 2.
+    """
+    from .._watchdog import Watch, set_stuck_hook
+
     backend = _backend(arguments.backend)
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     progress = ProgressLine(sys.stderr) if show else None
     started = now()
+    state = Progress(sum(len(cases) for cases in selections))
     runner = functools.partial(
         run_pairs,
         pairs,
         selections,
         max_concurrency=arguments.concurrency,
         show_progress=None if progress is None else progress.show,
+        progress=state,
     )
+
+    def matrix_of(entries: Sequence[Entry]) -> Matrix:
+        info = run_information(
+            backend,
+            started,
+            now(),
+            targets=targets,
+            installed=getattr(arguments, "installed", False),
+            require_full=arguments.require_full,
+            select=getattr(arguments, "select", ()),
+            shard=shard,
+        )
+        return Matrix(info, tuple(entries))
+
+    def stuck(watch: Watch) -> None:
+        # In the watchdog's thread, while the run cannot go on: keep what it has
+        # judged, fail the stuck case, write it all, and stop the process.
+        entries = list(state.entries)
+        if state.execution is not None and state.pair is not None:
+            entries.append(Entry.of(state.pair, state.execution.stuck_report(watch)))
+        try:
+            if progress is not None:
+                progress.clear()
+            if on_stuck is not None:
+                on_stuck(matrix_of(entries))
+        finally:
+            write(
+                sys.stderr,
+                f"conformkit: error: case {watch.case_id!r} of {state.label} is stuck in "
+                f"stage {watch.stage!r} past its {watch.timeout or 0:g}s deadline and could "
+                f"not be interrupted; the run was stopped with the results so far\n",
+            )
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(2)
+
+    set_stuck_hook(stuck)
     try:
         entries = anyio.run(runner, backend=backend)
     finally:
+        set_stuck_hook(None)
         if progress is not None:
             progress.clear()
-    info = run_information(
-        backend,
-        started,
-        now(),
-        targets=targets,
-        installed=getattr(arguments, "installed", False),
-        require_full=arguments.require_full,
-        select=getattr(arguments, "select", ()),
-        shard=shard,
-    )
-    return Matrix(info, tuple(entries))
+    return matrix_of(entries)
 
 
 # -- the commands ----------------------------------------------------------------------
@@ -191,7 +236,14 @@ def _run_command(arguments: argparse.Namespace) -> int:
         timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
         pairs = collect(arguments.targets, installed=arguments.installed, timeout=timeout)
         selections = select(pairs, arguments.select, shard)
-        matrix = _execute(arguments, pairs, selections, targets=arguments.targets, shard=shard)
+        matrix = _execute(
+            arguments,
+            pairs,
+            selections,
+            targets=arguments.targets,
+            shard=shard,
+            on_stuck=outputs.write,
+        )
         if baseline is not None:
             if arguments.update_baseline:
                 update = update_baseline(matrix, baseline)
@@ -222,7 +274,13 @@ def _demo_command(arguments: argparse.Namespace) -> int:
         pairs = collect_modules(modules, timeout=timeout)
         selections = [pair.case_ids for pair in pairs]
         names = [module.__name__ for module in modules]
-        matrix = _execute(arguments, pairs, selections, targets=names)
+        matrix = _execute(
+            arguments,
+            pairs,
+            selections,
+            targets=names,
+            on_stuck=functools.partial(outputs.write, matrix_view=True),
+        )
         outputs.write(matrix, matrix_view=True)
     finally:
         outputs.discard()
