@@ -357,8 +357,11 @@ def a_swallowing_case_among_concurrent_ones(trace: Trace, backend: Backend) -> O
     async def swallowing(api: Trace) -> None:
         await swallow_cancellation()
 
-    cases: dict[str, Case] = {"first": swallowing, "two": naps, "three": passes}
-    return run(backend, *contract(trace, cases), max_concurrency=3, timeout=4 * TINY)
+    async def brief(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)
+
+    cases: dict[str, Case] = {"first": swallowing, "two": brief, "three": passes}
+    return run(backend, *contract(trace, cases), max_concurrency=3, timeout=5 * TINY)
 
 
 @fault(FAILED_THEN_PASSED, says=["did not finish within 0.1s", "it ignored its cancellation"])

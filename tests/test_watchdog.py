@@ -38,10 +38,10 @@ class TestWatch:
                 while True:
                     pass
 
-            with Watch(0.2, RuntimeError) as watch:
+            with Watch(0.2) as watch:
                 watch.frame = sys._getframe()
                 watch.case_id = "spin"
-                watch.start("case", time.monotonic() + 0.2, intercepting=False)
+                watch.start("case", time.monotonic() + 0.2)
                 try:
                     spin()
                 except StageStuck as stuck:
@@ -62,9 +62,9 @@ class TestWatch:
             import sys, time
             from conformkit._watchdog import Watch
 
-            with Watch(0.1, RuntimeError) as watch:
+            with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
-                watch.start("case", time.monotonic() + 0.1, intercepting=False)
+                watch.start("case", time.monotonic() + 0.1)
                 watch.stop()
                 time.sleep(0.5)
                 print(watch.stack)
@@ -93,10 +93,10 @@ class TestWatch:
                         pass  # the defect under test: even this is swallowed
 
             set_stuck_hook(hook)
-            with Watch(0.1, RuntimeError) as watch:
+            with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
                 watch.case_id = "deaf"
-                watch.start("case", time.monotonic() + 0.1, intercepting=False)
+                watch.start("case", time.monotonic() + 0.1)
                 deaf()
                 watch.stop()
             """
@@ -117,10 +117,10 @@ class TestWatch:
                     except StageStuck:
                         pass
 
-            with Watch(0.1, RuntimeError) as watch:
+            with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
                 watch.case_id = "deaf"
-                watch.start("case", time.monotonic() + 0.1, intercepting=False)
+                watch.start("case", time.monotonic() + 0.1)
                 deaf(time.monotonic() + 1.0)
                 watch.stop()
             """
@@ -145,7 +145,7 @@ class TestInterruptible:
                 except cancelled:
                     swallowed.append("swallowed")  # the defect under test
 
-        guard = Guard(0.0, 0.05, cancelled)
+        guard = Guard(0.0, 0.05)
         with anyio.CancelScope() as scope:
             scope.cancel()
             with pytest.raises(StageStuck) as excinfo:
@@ -158,7 +158,7 @@ class TestInterruptible:
     @pytest.mark.anyio
     async def test_code_before_its_deadline_is_cancelled_as_usual(self) -> None:
         """A cancellation before the guard's deadline is the code's own: passed on as it is."""
-        guard = Guard(float("inf"), 0.0, anyio.get_cancelled_exc_class())
+        guard = Guard(float("inf"), 0.0)
         with anyio.move_on_after(0.01) as scope:
             await interruptible(anyio.sleep(1), guard)
         assert scope.cancelled_caught
@@ -167,7 +167,7 @@ class TestInterruptible:
     @pytest.mark.anyio
     async def test_results_and_errors_pass_through(self) -> None:
         """What the awaited code returns or raises comes out unchanged."""
-        guard = Guard(0.0, 0.0, anyio.get_cancelled_exc_class())
+        guard = Guard(0.0, 0.0)
 
         async def answer() -> int:
             await anyio.lowlevel.checkpoint()

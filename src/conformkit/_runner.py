@@ -120,10 +120,8 @@ class _Lane(Watch):
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
-    def __init__(
-        self, timeout: float | None, cancelled_class: type[BaseException], *, watched: bool
-    ) -> None:
-        super().__init__(timeout, cancelled_class)
+    def __init__(self, timeout: float | None, *, watched: bool) -> None:
+        super().__init__(timeout)
         self.watched = watched
         self.deadline: float | None = None  # of the running stage, when watched
         self.fired = False  # the watchdog cancelled the scope
@@ -132,9 +130,27 @@ class _Lane(Watch):
         """Start a stage: it must end within ``timeout`` seconds from now."""
         self.due = due = monotonic() + timeout
         self.stage = stage
-        self.first_cancel = None
-        self.serial += 1
-        self.intercepting = True
+        self.stuck_at = due + self.grace
+        if self.first_cancel is not None:
+            self.first_cancel = None
+        if self.watched:
+            self.deadline = due
+        else:
+            self.cancel_scope.deadline = anyio.current_time() + timeout
+
+    def next_stage(self, timeout: float, stage: str) -> None:
+        """
+        End a stage that returned by itself, which may still have overrun its
+        deadline (sync code that blocks the event loop is never cancelled), and
+        start the next one.
+
+        :raises _Late: if the stage ended after its deadline.
+        """
+        now = monotonic()
+        if now > self.due:
+            raise _Late(now - self.due + timeout)
+        self.due = due = now + timeout
+        self.stage = stage
         self.stuck_at = due + self.grace
         if self.watched:
             self.deadline = due
@@ -143,8 +159,7 @@ class _Lane(Watch):
 
     def check(self, timeout: float) -> None:
         """
-        End a stage that returned by itself, which may still have overrun its
-        deadline: sync code that blocks the event loop is never cancelled.
+        End the last stage of a case, which may have returned after its deadline.
 
         :raises _Late: if the stage ended after its deadline.
         """
@@ -161,7 +176,6 @@ class _Lane(Watch):
         harmlessly): the run of one case ends with that case.
         """
         self.stuck_at = None
-        self.intercepting = False
         if self.pending:
             self.settle()  # an exception raised into the thread as the stage ended
         if self.watched:
@@ -387,10 +401,8 @@ class Execution(Generic[API]):
         queue = enumerate(case_ids)
         timeout = plan.timeout
         watched = len(case_ids) > 1
-        cancelled_class = anyio.get_cancelled_exc_class()
         lanes = [
-            _Lane(timeout, cancelled_class, watched=watched)
-            for _ in range(min(max_concurrency, len(case_ids)))
+            _Lane(timeout, watched=watched) for _ in range(min(max_concurrency, len(case_ids)))
         ]
         signals = _Signals.install() if timeout is not None else None
         try:
@@ -403,7 +415,10 @@ class Execution(Generic[API]):
                 if watched and timeout is not None:
                     task_group.start_soon(_watch, lanes, timeout)
                 if len(lanes) == 1:
-                    await self._work(lanes[0], queue, task_group)
+                    if timeout is None:
+                        await self._take_cases(lanes[0], queue, task_group)
+                    else:
+                        await self._work(lanes[0], queue, task_group)
                 else:
                     async with anyio.create_task_group() as workers:
                         for lane in lanes:
@@ -514,12 +529,9 @@ class Execution(Generic[API]):
                 # isawaitable() check would cost more than the rest of a trivial case.
                 if create_is_async or type(created) is CoroutineType:
                     created = await created
+                stage = "case"
                 if timeout is not None:
-                    lane.check(timeout)
-                    stage = "case"
-                    lane.arm(timeout, stage)
-                else:
-                    stage = "case"
+                    lane.next_stage(timeout, stage)
                 if record:
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
@@ -622,7 +634,7 @@ def _stack_of(error: BaseException) -> str:
     return format_frames(traceback.extract_tb(error.__traceback__))
 
 
-def _waker() -> Callable[[Watch, int], None] | None:
+def _waker() -> Callable[[Watch, float], None] | None:
     """
     On asyncio, a function the watchdog thread calls to wake the current task
     where no cancellation reaches it (a shielded wait, a thread it waits for),
@@ -639,13 +651,13 @@ def _waker() -> Callable[[Watch, int], None] | None:
     if task is None:
         return None
 
-    def wake_task(watch: Watch, serial: int) -> None:
-        if watch.serial == serial and watch.stuck_at is not None and watch.intercepting:
+    def wake_task(watch: Watch, due: float) -> None:
+        if watch.due == due and watch.stuck_at is not None and watch.stage != "cleanup":
             watch.forced = True
             task.cancel()
 
-    def wake(watch: Watch, serial: int) -> None:
-        loop.call_soon_threadsafe(wake_task, watch, serial)
+    def wake(watch: Watch, due: float) -> None:
+        loop.call_soon_threadsafe(wake_task, watch, due)
 
     return wake
 
@@ -667,7 +679,7 @@ class _Signals:
 
     def __init__(self, previous: Callable[[int, FrameType | None], Any]) -> None:
         self.previous = previous
-        self.pending: tuple[Watch, int] | None = None
+        self.pending: tuple[Watch, float] | None = None
         self.handle = self._handle  # one bound method, to know it again
 
     @classmethod
@@ -686,15 +698,15 @@ class _Signals:
         if _signal.getsignal(_SIGINT) is self.handle:
             _signal.signal(_SIGINT, self.previous)
 
-    def interrupt(self, watch: Watch, serial: int) -> None:
+    def interrupt(self, watch: Watch, due: float) -> None:
         """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
-        self.pending = (watch, serial)
+        self.pending = (watch, due)
         kill = getattr(_signal, "pthread_kill", None)  # not on Windows
         if kill is not None and _signal.getsignal(_SIGINT) is self.handle:
             kill(_MAIN_THREAD, _SIGINT)
         else:  # the code under test replaced the handler
             self.pending = None
-            raise_in_thread(watch, serial)
+            raise_in_thread(watch, due)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         pending = self.pending
@@ -702,12 +714,12 @@ class _Signals:
             self.previous(signum, frame)
             return
         self.pending = None
-        watch, serial = pending
-        if watch.serial != serial or watch.stuck_at is None:
+        watch, due = pending
+        if watch.due != due or watch.stuck_at is None:
             return  # the stage ended meanwhile
         while frame is not None:
             if frame is watch.frame:
-                raise StageStuck  # sync code blocked the event loop
+                raise watch.stuck()
             frame = frame.f_back
 
 

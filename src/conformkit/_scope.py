@@ -173,7 +173,7 @@ class FeatureScope:
                     else:
                         # Work that ignores the join's cancellation past its deadline
                         # gets StageStuck instead, so that it ends.
-                        guard = Guard(math.inf, 0.0, anyio.get_cancelled_exc_class())
+                        guard = Guard(math.inf, 0.0)
                         background.guards.add(guard)
                         try:
                             await interruptible(function(*args), guard)
@@ -220,11 +220,16 @@ class FeatureScope:
             # Each cleanup is a stage: one that returns after its deadline fails
             # too, sync code included, though nothing could cancel it.
             begun = monotonic() if timeout is not None and cleanups else 0.0
+            if watch is not None:
+                watch.stage = "cleanup"
             while cleanups:
                 cleanup = cleanups.pop()
                 detail: str | None = None  # how it overran, when that is known
                 if watch is not None:
-                    watch.start("cleanup", begun + _deadline(timeout), intercepting=False)
+                    # Each cleanup is a stage the watchdog thread may interrupt.
+                    watch.due = due = begun + _deadline(timeout)
+                    watch.first_cancel = None
+                    watch.stuck_at = due + watch.grace
                 try:
                     result = cleanup()
                     if result is not None and inspect.isawaitable(result):
@@ -322,7 +327,7 @@ class FeatureScope:
             with anyio.CancelScope(shield=True):
                 await result
             return None
-        guard = Guard(monotonic() + timeout, min(timeout, 1.0), anyio.get_cancelled_exc_class())
+        guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
         with anyio.move_on_after(timeout, shield=True) as deadline:
             await interruptible(result, guard)
         if not deadline.cancelled_caught:

@@ -37,6 +37,8 @@ from time import monotonic
 from types import FrameType
 from typing import Any, Final, final
 
+import anyio
+
 __all__ = [
     "Guard",
     "StageStuck",
@@ -83,28 +85,30 @@ class Guard:
     :ivar due: when the stage must end, in monotonic seconds.
     :ivar first_cancel: when the stage, past its deadline, was first cancelled;
         ``where`` holds its innermost frames at that moment.
-    :ivar intercepting: whether cancellations are intercepted at all.
     """
 
-    __slots__ = ("cancelled_class", "due", "first_cancel", "grace", "intercepting", "where")
+    __slots__ = ("due", "first_cancel", "grace", "watch", "where")
 
-    def __init__(self, due: float, grace: float, cancelled_class: type[BaseException]) -> None:
+    def __init__(self, due: float, grace: float, watch: Guard | None = None) -> None:
         self.due = due
         self.grace = grace
-        self.cancelled_class = cancelled_class
-        self.intercepting = True
         self.first_cancel: float | None = None
         self.where: str | None = None
+        # A watch that learns of the first cancellation too: the watchdog thread
+        # then knows that the loop runs, and the stage ignores it.
+        self.watch = watch
 
     def intercept(self, exc: BaseException, coroutine: object) -> BaseException:
         """The exception to throw into the guarded code instead of ``exc``."""
-        if not self.intercepting or not isinstance(exc, self.cancelled_class):
+        if not isinstance(exc, anyio.get_cancelled_exc_class()):
             return exc
         now = monotonic()
         if now < self.due:
             return exc  # the code's own cancellation, not the deadline's
         if self.first_cancel is None:
             self.first_cancel = now
+            if self.watch is not None:
+                self.watch.first_cancel = now
             self.where = summary(frames_of(coroutine))
             if self.grace > 0:
                 return exc
@@ -123,8 +127,11 @@ class Watch(Guard):
 
     :ivar stuck_at: the monotonic time after which the armed stage is stuck, or
         ``None`` when no stage is armed.
-    :ivar serial: counts the stages armed, so that a look taken at one stage is
-        never acted on at the next.
+    :ivar due: when the armed stage must end; it also tells stages apart, so
+        that a look the watchdog took at one stage is never acted on at the next.
+    :ivar stage: the armed stage: ``"create"``, ``"case"`` or ``"cleanup"``; the
+        cancellations of a cleanup are not intercepted (each async cleanup is
+        guarded on its own).
     :ivar frame: a frame that is on the event loop thread's stack exactly while
         the watched code runs there.
     :ivar coroutine: the watched code's coroutine, whose frames show where it
@@ -140,7 +147,6 @@ class Watch(Guard):
         "interrupt",
         "lock",
         "pending",
-        "serial",
         "stack",
         "stage",
         "stuck_at",
@@ -149,13 +155,15 @@ class Watch(Guard):
         "wake",
     )
 
-    def __init__(self, timeout: float | None, cancelled_class: type[BaseException]) -> None:
+    def __init__(self, timeout: float | None) -> None:
         # Time to answer a cancellation before the stage counts as stuck.
-        super().__init__(0.0, 0.0 if timeout is None else min(timeout, 1.0), cancelled_class)
+        self.grace = 0.0 if timeout is None else min(timeout, 1.0)
+        self.due = 0.0
+        self.first_cancel: float | None = None
+        self.where: str | None = None
+        self.watch = None
         self.timeout = timeout
-        self.intercepting = False
         self.stuck_at: float | None = None
-        self.serial = 0
         self.stage = ""
         self.case_id = ""
         self.stack: str | None = None
@@ -167,20 +175,25 @@ class Watch(Guard):
         self.lock: threading.Lock | None = None  # made by the watchdog, if it raises
         # Set by the host: interrupt the event loop's thread (a signal), and wake
         # a task that no cancellation reaches (asyncio); None when it cannot.
-        self.interrupt: Callable[[Watch, int], None] | None = None
-        self.wake: Callable[[Watch, int], None] | None = None
+        self.interrupt: Callable[[Watch, float], None] | None = None
+        self.wake: Callable[[Watch, float], None] | None = None
 
     def label(self) -> str:
         """What is running, for a message: ``case 'c' (stage 'case')``."""
         return f"case {self.case_id!r} (stage {self.stage!r})"
 
-    def start(self, stage: str, due: float, *, intercepting: bool) -> None:
+    def stuck(self) -> StageStuck:
+        """The exception that interrupts the stage where its code runs."""
+        if self.first_cancel is not None:
+            # The loop ran, and cancelled it: it runs on because it ignores that.
+            return StageStuck("it ignored its cancellation")
+        return StageStuck()
+
+    def start(self, stage: str, due: float) -> None:
         """Watch a stage that must end by ``due`` (monotonic seconds)."""
         self.stage = stage
         self.due = due
-        self.intercepting = intercepting
         self.first_cancel = None
-        self.serial += 1
         self.stuck_at = due + self.grace
 
     def stop(self) -> None:
@@ -207,11 +220,13 @@ class Watch(Guard):
         As :meth:`Guard.intercept`, while a stage is armed; and a stage that the
         watchdog woke because no cancellation reached it gets :class:`StageStuck`.
         """
-        if self.stuck_at is None:
+        if self.stuck_at is None or self.stage == "cleanup":
             return exc
-        if self.forced and isinstance(exc, self.cancelled_class):
+        if self.forced and isinstance(exc, anyio.get_cancelled_exc_class()):
             self.forced = False
             _uncancel()
+            if self.first_cancel is not None:
+                return StageStuck("it ignored its cancellation")
             return StageStuck("it waited where no cancellation reached it")
         return super().intercept(exc, coroutine)
 
@@ -395,8 +410,8 @@ class _Watchdog:
         self.wake = threading.Event()  # set by add() while the thread sleeps
         self.sleeping = False
         self.thread: threading.Thread | None = None
-        # What the thread did to each watch's stage: (serial, when to look again).
-        self.fired: dict[Watch, tuple[int, float]] = {}
+        # What the thread did to each watch's stage: (its due, when to look again).
+        self.fired: dict[Watch, tuple[float, float]] = {}
 
     def add(self, watch: Watch) -> None:
         with self.lock:
@@ -439,48 +454,48 @@ class _Watchdog:
                 stuck_at = watch.stuck_at
                 if stuck_at is None or now < stuck_at:
                     continue
-                serial = watch.serial
+                due = watch.due
                 fired = self.fired.get(watch)
-                if fired is None or fired[0] != serial:
-                    self.fired[watch] = (serial, now + watch.grace)
-                    _fire(watch, serial)
+                if fired is None or fired[0] != due:
+                    self.fired[watch] = (due, now + watch.grace)
+                    _fire(watch, due)
                 elif now >= fired[1] > 0:
-                    self.fired[watch] = (serial, 0.0)  # reported once
-                    _report(watch, serial)
+                    self.fired[watch] = (due, 0.0)  # reported once
+                    _report(watch, due)
 
 
-def _fire(watch: Watch, serial: int) -> None:
+def _fire(watch: Watch, due: float) -> None:
     """A stage is stuck: interrupt it where it runs."""
     if on_thread_stack(watch.thread_id, watch.frame):
         # The event loop's thread is running the stage: sync code blocks the loop.
         watch.stack = format_frames(thread_frames(watch.thread_id))
         if watch.interrupt is not None:
-            watch.interrupt(watch, serial)
+            watch.interrupt(watch, due)
         else:
-            raise_in_thread(watch, serial)
+            raise_in_thread(watch, due)
     elif watch.wake is not None:
-        watch.wake(watch, serial)
+        watch.wake(watch, due)
 
 
-def _report(watch: Watch, serial: int) -> None:
+def _report(watch: Watch, due: float) -> None:
     """A stage is still stuck after its interruption: say where, through the hook."""
     if on_thread_stack(watch.thread_id, watch.frame):
         stack = format_frames(thread_frames(watch.thread_id))
     else:
         stack = format_frames(frames_of(watch.coroutine))
-    if watch.serial != serial or watch.stuck_at is None:
+    if watch.due != due or watch.stuck_at is None:
         return  # it ended meanwhile
     watch.stack = stack
     _stuck_hook(watch)
 
 
-def raise_in_thread(watch: Watch, serial: int) -> None:
+def raise_in_thread(watch: Watch, due: float) -> None:
     """Raise StageStuck in the event loop's thread, unless the stage ends first."""
     if watch.lock is None:
         watch.lock = threading.Lock()
     watch.pending = True  # before the look at the stage: see Watch.stop()
     with watch.lock:
-        if watch.serial == serial and watch.stuck_at is not None:
+        if watch.due == due and watch.stuck_at is not None:
             _set_async_exc(watch.thread_id, StageStuck)
         else:
             watch.pending = False
