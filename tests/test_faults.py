@@ -444,6 +444,57 @@ def contract_case_run_of_a_spinning_case(trace: Trace, backend: Backend) -> None
     case.run_sync(backend=backend)  # type: ignore[arg-type]
 
 
+# Reasons that say what happened.
+
+
+@fault(("failed",), says=["AssertionError: assert got == expected (got='a', expected='b')"])
+def a_bare_assert_fails_with_its_statement_and_values(trace: Trace, backend: Backend) -> Outcome:
+    def asserts(api: Trace) -> None:
+        got, expected = "a", "b"
+        assert got == expected  # a bare assert, not rewritten here: the fault under test
+
+    return run(backend, *contract(trace, {"asserts": asserts}))
+
+
+@fault(("failed",), says=["ValueError: leaf (×2); KeyError: 'other'"])
+def a_task_group_failure_gives_its_leaves(trace: Trace, backend: Backend) -> Outcome:
+    async def raises(error: BaseException) -> None:
+        raise error
+
+    async def grouped(api: Trace) -> None:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(raises, ValueError("leaf"))
+            task_group.start_soon(raises, ValueError("leaf"))
+            task_group.start_soon(raises, KeyError("other"))
+
+    outcome = run(backend, *contract(trace, {"grouped": grouped}))
+    reasons: list[str] = outcome["reasons"]
+    # The event loop chooses the order the leaves failed in: put it back.
+    outcome["reasons"] = [
+        reason.replace(
+            "KeyError: 'other'; ValueError: leaf (×2)", "ValueError: leaf (×2); KeyError: 'other'"
+        )
+        for reason in reasons
+    ]
+    return outcome
+
+
+@fault(("failed", "failed"), says=["create() returned None (a forgotten return?)"])
+def create_forgets_to_return_the_api(trace: Trace, backend: Backend) -> Outcome:
+    implementation, _ = contract(trace, {"one": passes, "two": passes})
+
+    class Forgetful(type(implementation)):  # type: ignore[misc]
+        async def create(self, scope: ck.FeatureScope) -> Trace:
+            await super().create(scope)
+            return None  # type: ignore[return-value]
+
+    async def uses(api: Trace) -> None:
+        api.add("never")
+
+    suite = ck.ContractSuite(implementation.feature, {"one": uses, "two": uses})
+    return run(backend, Forgetful(), suite)
+
+
 # -- playing the scenarios (in the subprocess) -------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import math
 import os
@@ -12,7 +13,9 @@ import sys
 import textwrap
 import time
 import traceback
+import tracemalloc
 import unittest
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -801,7 +804,7 @@ class TestFailureLocalisation:
     ) -> None:
         """Reason names case and message; the traceback starts in the case, free of conformkit."""
         r = rig({"fine": passing("fine"), "read_back": function})
-        report = await ck.run_contract(r.implementation, r.suite)
+        report = await ck.run_contract(r.implementation, r.suite, keep_tracebacks=True)
         result = report["read_back"]
         assert result.status is FAILED
         assert result.reason is not None
@@ -815,6 +818,12 @@ class TestFailureLocalisation:
         assert function.__name__ in text
         assert "check_read" in text
         assert PACKAGE_DIR not in text
+        # By default the report keeps the same traceback, as text only.
+        report = await ck.run_contract(r.implementation, r.suite)
+        result = report["read_back"]
+        assert result.error is not None
+        assert result.error.__traceback__ is None
+        assert result.to_dict()["error"]["traceback"] == text
 
     @pytest.mark.anyio
     async def test_a_bundled_profile_case_is_located_in_its_own_frame(self) -> None:
@@ -832,7 +841,7 @@ class TestFailureLocalisation:
             def create(self, scope: ck.FeatureScope) -> mapping.MappingAPI:
                 return Forgetful()
 
-        report = await ck.run_contract(ForgetfulMapping(), mapping.suite)
+        report = await ck.run_contract(ForgetfulMapping(), mapping.suite, keep_tracebacks=True)
         result = report["read_your_writes"]
         assert result.status is FAILED
         assert result.error is not None
@@ -840,6 +849,109 @@ class TestFailureLocalisation:
         frame = result.error.__traceback__.tb_frame
         assert frame.f_code.co_filename == mapping.__file__
         assert f"(at mapping.py:{result.error.__traceback__.tb_lineno} in " in (result.reason or "")
+
+
+class TestReasons:
+    """A reason says what happened: group leaves, a forgotten return, an assert's values."""
+
+    @pytest.mark.anyio
+    async def test_a_task_group_failure_gives_its_leaves(self) -> None:
+        """Not 'unhandled errors in a TaskGroup': each leaf once, with its count."""
+
+        async def fails(message: str) -> None:
+            raise ValueError(message)  # before any checkpoint: every task fails
+
+        async def grouped(api: Probe) -> None:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(fails, "bad")
+                task_group.start_soon(fails, "bad")
+                task_group.start_soon(fails, "worse")
+
+        r = rig({"grouped": grouped})
+        report = await ck.run_contract(r.implementation, r.suite)
+        reason = report["grouped"].reason or ""
+        # Leaves in the order they failed, which the event loop chooses.
+        assert "ValueError: bad (×2)" in reason
+        assert "ValueError: worse" in reason
+        assert "TaskGroup" not in reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("reject_vacuous", [False, True])
+    async def test_create_returning_none_says_so(self, reject_vacuous: bool) -> None:
+        """A case failing on the None that create() returned says so first."""
+        the_feature = ck.Feature[Probe]("test.runner.none", cases=("a",))
+
+        class Forgetful(ck.FeatureImplementation[Probe]):
+            feature = the_feature
+            coverage = the_feature.coverage()
+
+            async def create(self, scope: ck.FeatureScope) -> Probe:
+                Probe(0, [])  # the return is forgotten
+                return None  # type: ignore[return-value]
+
+        async def reads(api: Probe) -> None:
+            api.log.append("never")
+
+        suite = ck.ContractSuite(the_feature, {"a": reads})
+        report = await ck.run_contract(Forgetful(), suite, reject_vacuous=reject_vacuous)
+        reason = report["a"].reason or ""
+        assert reason.startswith(
+            "case 'a' failed: create() returned None (a forgotten return?), and the case "
+            "raised AttributeError: 'NoneType' object has no attribute 'log'"
+        )
+
+
+class TestMemory:
+    """A report keeps what a reader needs of each failure, not the failing frames."""
+
+    CASES = 2000
+    HELD = 100_000  # bytes each failing case holds in a local variable
+
+    @staticmethod
+    def heavy(kept: list[weakref.ref[object]]) -> Case:
+        """A case that fails holding ``HELD`` bytes in a local, each a weakref in ``kept``."""
+
+        class Held:
+            def __init__(self, size: int) -> None:
+                self.data = bytearray(size)
+
+        async def fails(api: Probe) -> None:
+            held = Held(TestMemory.HELD)
+            kept.append(weakref.ref(held))
+            raise ValueError(f"failed holding {len(held.data)} bytes")
+
+        return fails
+
+    @pytest.mark.anyio
+    async def test_a_report_of_many_failures_lets_their_frames_go(self) -> None:
+        """2,000 failures of 100 kB each: the report keeps their text, not 200 MB of locals."""
+        kept: list[weakref.ref[object]] = []
+        r = rig({f"case_{index}": self.heavy(kept) for index in range(self.CASES)})
+        tracemalloc.start()
+        try:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=None)
+            gc.collect()
+            held, _peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert statuses(report) == [FAILED] * self.CASES
+        assert sum(ref() is not None for ref in kept) == 0
+        assert held < self.CASES * self.HELD / 10  # well under the 200 MB the frames held
+        error = report["case_0"].to_dict()["error"]
+        assert "in fails" in error["traceback"]
+        assert error["message"] == f"failed holding {self.HELD} bytes"
+
+    @pytest.mark.anyio
+    async def test_keep_tracebacks_keeps_the_frames(self) -> None:
+        """keep_tracebacks=True keeps each failure's live traceback, locals and all."""
+        kept: list[weakref.ref[object]] = []
+        r = rig({"fails": self.heavy(kept)})
+        report = await ck.run_contract(r.implementation, r.suite, keep_tracebacks=True)
+        gc.collect()
+        assert [ref() is not None for ref in kept] == [True]
+        error = report["fails"].error
+        assert error is not None
+        assert error.__traceback__ is not None
 
 
 class TestInterrupts:

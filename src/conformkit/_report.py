@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import enum
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, final
 
 from ._exceptions import ContractFailure
+from ._explain import traceback_text
 from ._util import format_error, one_line
 
 
@@ -194,7 +194,7 @@ def describe_exception(exc: BaseException) -> dict[str, str]:
     return {
         "type": name,
         "message": str(exc),
-        "traceback": "".join(traceback.format_exception(exc)),
+        "traceback": traceback_text(exc),
     }
 
 

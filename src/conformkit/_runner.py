@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 import anyio
 
 from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
+from ._explain import describe_error, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import FeatureScope
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
-from ._util import format_error
 from ._watchdog import (
     StageStuck,
     Watch,
@@ -255,6 +255,7 @@ class RunPlan(Generic[API]):
         "operations",
         "probe",
         "record",
+        "release",
         "timeout",
     )
 
@@ -266,9 +267,12 @@ class RunPlan(Generic[API]):
         *,
         reject_vacuous: bool = False,
         probe_unsupported: bool = False,
+        keep_tracebacks: bool = False,
     ) -> None:
         planned, self.coverage = _check_definitions(implementation, suite)
         self.record = reject_vacuous
+        # Let go of the frames of the exceptions a report keeps, unless asked not to.
+        self.release = not keep_tracebacks
         self.probe = probe_unsupported
         self.operations = (
             api_operations(_api_type(implementation.feature)) if reject_vacuous else None
@@ -354,9 +358,15 @@ class Execution(Generic[API]):
             plan.feature_id,
             plan.name,
             tuple(cast("list[CaseResult]", self.results)),
-            tuple(self.late_errors()),
+            tuple(self._released(self.late_errors())),
             unexercised,
         )
+
+    def _released(self, errors: list[BaseException]) -> list[BaseException]:
+        if self.plan.release:
+            for error in errors:
+                release_frames(error)
+        return errors
 
     def finished(self) -> list[CaseResult]:
         return [result for result in self.results if result is not None]
@@ -567,9 +577,14 @@ class Execution(Generic[API]):
             if error is None and not cleanup_errors and overran is None and recorder is None:
                 result = case_result(case_id, passed, None, None, (), duration)
             else:
+                if stage == "case" and error is not None and _none(created):
+                    # A forgotten return in create(): say so, not only what the case hit.
+                    stage = "case on None"
                 result = await self._conclude(
                     case_id, stage, error, cleanup_errors, duration, overran, recorder
                 )
+                if plan.release:
+                    _release(result)
             results[index] = result if declared is None else _probed(result, declared)
             if spent:
                 return False
@@ -745,6 +760,19 @@ def _probed(result: CaseResult, declared: str) -> CaseResult:
     return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
 
 
+def _none(api: object) -> bool:
+    """Whether ``create`` returned ``None``: the API, or the recording proxy's target."""
+    return api is None or getattr(api, "_conformkit_target", False) is None
+
+
+def _release(result: CaseResult) -> None:
+    """Keep the tracebacks of a result's exceptions as text, letting their frames go."""
+    if result.error is not None:
+        release_frames(result.error)
+    for error in result.cleanup_errors:
+        release_frames(error)
+
+
 def _failed_result(
     case_id: str,
     stage: str,
@@ -754,13 +782,15 @@ def _failed_result(
 ) -> CaseResult:
     """The result of a case that ended in an error or a failed cleanup."""
     if error is None:
-        first = format_error(cleanup_errors[0])
+        first = describe_error(cleanup_errors[0])
         more = f" (and {len(cleanup_errors) - 1} more)" if len(cleanup_errors) > 1 else ""
         reason = f"case {case_id!r} failed in cleanup: {first}{more}"
         return CaseResult(case_id, CaseStatus.FAILED, reason, None, cleanup_errors, duration)
     _trim_traceback(error)
     where = " in create()" if stage == "create" else ""
-    reason = f"{format_error(error)}{_location(error)}"
+    reason = f"{describe_error(error)}{_location(error)}"
+    if stage == "case on None":
+        reason = f"create() returned None (a forgotten return?), and the case raised {reason}"
     if isinstance(error, anyio.get_cancelled_exc_class()):
         reason = (
             f"{type(error).__name__} raised with no cancellation under way, a stray or "
@@ -794,8 +824,8 @@ def _trim_traceback(error: BaseException) -> None:
     tb: TracebackType | None = error.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename in _HOST_FILES:
         tb = tb.tb_next
-    if tb is not None:
-        error.__traceback__ = tb
+    # None when conformkit raised it itself: no frame of the code under test.
+    error.__traceback__ = tb
 
 
 def _location(error: BaseException) -> str:
@@ -825,6 +855,7 @@ async def run_contract(
     max_concurrency: int = 1,
     reject_vacuous: bool = False,
     probe_unsupported: bool = False,
+    keep_tracebacks: bool = False,
 ) -> ContractReport:
     """
     Run every case of ``suite`` against ``implementation`` and report the outcome.
@@ -845,6 +876,11 @@ async def run_contract(
         ``unsupported``; one that passes is marked ``stale`` ("declared
         unsupported but passed"), which ``assert_contract(reject_stale=True)``
         rejects.
+    :param keep_tracebacks: keep the live tracebacks of the exceptions in the
+        report, frames and local variables included, for a debugger. By default
+        a report keeps each exception with its traceback as text (its
+        ``to_dict()``), and lets its frames go: a report of many failures would
+        otherwise keep every failing case's local variables alive.
     :raises ContractDefinitionError: before anything runs, if the suite and the
         implementation do not belong to the same feature, the suite lacks a case
         or the coverage is incomplete.
@@ -855,6 +891,7 @@ async def run_contract(
         timeout,
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
+        keep_tracebacks=keep_tracebacks,
     )
     execution = await plan.run(plan.case_ids, _check_concurrency(max_concurrency))
     return execution.report()
@@ -885,6 +922,7 @@ def run_contract_sync(
     max_concurrency: int = 1,
     reject_vacuous: bool = False,
     probe_unsupported: bool = False,
+    keep_tracebacks: bool = False,
 ) -> ContractReport:
     """
     :func:`run_contract` from synchronous code, on an event loop of its own.
@@ -900,6 +938,7 @@ def run_contract_sync(
         max_concurrency=max_concurrency,
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
+        keep_tracebacks=keep_tracebacks,
     )
     return anyio.run(runner, backend=backend)
 
@@ -991,5 +1030,9 @@ def contract_cases(
         :exc:`LawViolation`.
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
-    plan = RunPlan(implementation, suite, timeout, reject_vacuous=reject_vacuous)
+    # Each case's error is raised at once, to a test runner or a debugger that
+    # wants its frames: its traceback stays live.
+    plan = RunPlan(
+        implementation, suite, timeout, reject_vacuous=reject_vacuous, keep_tracebacks=True
+    )
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
