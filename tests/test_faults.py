@@ -170,6 +170,7 @@ class Fault:
 
 
 FAULTS: dict[str, Fault] = {}
+Play: TypeAlias = Callable[[Trace, Backend], Outcome | None]
 
 
 def fault(
@@ -178,14 +179,11 @@ def fault(
     propagates: str | None = None,
     says: Sequence[str] = (),
     on: Sequence[Backend] = ("asyncio", "trio"),
-) -> Callable[
-    [Callable[[Trace, Backend], Outcome | None]], Callable[[Trace, Backend], Outcome | None]
-]:
+    extra: Callable[[Outcome], None] | None = None,
+) -> Callable[[Play], Play]:
     """Register the decorated function as the scenario named after it."""
 
-    def register(
-        play: Callable[[Trace, Backend], Outcome | None],
-    ) -> Callable[[Trace, Backend], Outcome | None]:
+    def register(play: Play) -> Play:
         name = play.__name__.replace("_", " ")
         FAULTS[name] = Fault(
             name,
@@ -194,6 +192,7 @@ def fault(
             propagates,
             tuple(says),
             tuple(on),
+            extra,
         )
         return play
 
@@ -493,6 +492,236 @@ def create_forgets_to_return_the_api(trace: Trace, backend: Backend) -> Outcome:
 
     suite = ck.ContractSuite(implementation.feature, {"one": uses, "two": uses})
     return run(backend, Forgetful(), suite)
+
+
+# BaseExceptions: KeyboardInterrupt alone stops a run; the others fail their case.
+
+
+class Custom(BaseException):
+    """A BaseException of the code under test's own."""
+
+
+def raising(error: BaseException) -> Callable[[], None]:
+    def raises() -> None:
+        raise error
+
+    return raises
+
+
+def in_create(error: BaseException) -> Create:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            raise error
+
+    return create
+
+
+def in_cleanup(error: BaseException, *, also: Exception | None = None) -> Create:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            if also is not None:
+                trace.defer(scope, "first.also", raising(also))
+            trace.defer(scope, "first.raises", raising(error))
+
+    return create
+
+
+@fault(propagates="KeyboardInterrupt")
+def a_case_raises_keyboard_interrupt(trace: Trace, backend: Backend) -> Outcome:
+    async def interrupts(api: Trace) -> None:
+        raise KeyboardInterrupt
+
+    return run(backend, *contract(trace, {"first": interrupts, "second": passes}))
+
+
+@fault(propagates="KeyboardInterrupt")
+def create_raises_keyboard_interrupt(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=in_create(KeyboardInterrupt())))
+
+
+@fault(propagates="KeyboardInterrupt", says=["case 'first': ValueError: also failed"])
+def a_cleanup_raises_keyboard_interrupt_as_another_fails(trace: Trace, backend: Backend) -> Outcome:
+    create = in_cleanup(KeyboardInterrupt(), also=ValueError("also failed"))
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["SystemExit: 0"])
+def a_case_calls_sys_exit_0(trace: Trace, backend: Backend) -> Outcome:
+    def exits(api: Trace) -> None:
+        sys.exit(0)
+
+    return run(backend, *contract(trace, {"first": exits, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["SystemExit: 3"])
+def create_calls_sys_exit(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=in_create(SystemExit(3))))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: SystemExit: 0"])
+def a_cleanup_calls_sys_exit_0(trace: Trace, backend: Backend) -> Outcome:
+    create = in_cleanup(SystemExit(0))
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["GeneratorExit"])
+def a_case_raises_generator_exit(trace: Trace, backend: Backend) -> Outcome:
+    async def closes(api: Trace) -> None:
+        raise GeneratorExit
+
+    return run(backend, *contract(trace, {"first": closes, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in create(): Custom: mine"])
+def create_raises_a_custom_base_exception(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=in_create(Custom("mine"))))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: Custom: mine"])
+def a_cleanup_raises_a_custom_base_exception(trace: Trace, backend: Backend) -> Outcome:
+    create = in_cleanup(Custom("mine"), also=ValueError("also"))
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(propagates="SystemExit")
+def contract_case_run_of_a_case_calling_sys_exit(trace: Trace, backend: Backend) -> None:
+    def exits(api: Trace) -> None:
+        sys.exit(0)
+
+    [case] = ck.contract_cases(*contract(trace, {"first": exits}))
+    case.run_sync(backend=backend)  # type: ignore[arg-type]
+
+
+# Ctrl-C: the cleanups run, shielded and bounded, then KeyboardInterrupt propagates.
+
+
+def press_ctrl_c() -> None:
+    signal.raise_signal(signal.SIGINT)
+
+
+def finished_slowly(trace: Trace, label: str) -> Callable[[], Awaitable[None]]:
+    """An async cleanup's action: a wait that Ctrl-C must not cut short, then a record."""
+
+    async def slowly() -> None:
+        await anyio.sleep(TINY / 2)
+        trace.add(f"finished {label}")
+
+    return slowly
+
+
+def finished(*labels: str) -> Callable[[Outcome], None]:
+    def check(outcome: Outcome) -> None:
+        for label in labels:
+            assert f"finished {label}" in outcome["events"]
+
+    return check
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("first.slow"))
+def ctrl_c_during_a_case(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(
+            scope, f"{case_id}.slow", finished_slowly(trace, f"{case_id}.slow"), is_async=True
+        )
+
+    async def pressed(api: Trace) -> None:
+        press_ctrl_c()
+        await anyio.sleep(60)
+
+    cases: dict[str, Case] = {"first": pressed, "second": passes}
+    return run(backend, *contract(trace, cases, create=create), timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("first.pressed"))
+def ctrl_c_during_an_async_cleanup(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        async def pressed() -> None:
+            press_ctrl_c()
+            await finished_slowly(trace, f"{case_id}.pressed")()
+
+        trace.defer(scope, f"{case_id}.pressed", pressed, is_async=True)
+
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=create), timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("one.slow", "two.slow", "three.slow"))
+def ctrl_c_with_cases_in_flight(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(
+            scope, f"{case_id}.slow", finished_slowly(trace, f"{case_id}.slow"), is_async=True
+        )
+
+    async def waits(api: Trace) -> None:
+        await anyio.sleep(60)
+
+    async def pressed(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)  # the others are in flight
+        press_ctrl_c()
+        await anyio.sleep(60)
+
+    cases: dict[str, Case] = {"one": waits, "two": pressed, "three": waits, "four": passes}
+    return run(backend, *contract(trace, cases, create=create), max_concurrency=3, timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt")
+def a_second_ctrl_c_stops_at_once(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        async def stubborn() -> None:
+            press_ctrl_c()
+            await anyio.sleep(TINY / 2)
+            press_ctrl_c()  # the second: this wait is cut short
+            await anyio.sleep(60)
+
+        trace.defer(scope, f"{case_id}.stubborn", stubborn, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes}, create=create), timeout=None)
+
+
+# open_feature: a BaseException propagates as itself, after every cleanup, the rest in notes.
+
+
+def session(trace: Trace, backend: Backend, body: Callable[[], None], create: Create) -> None:
+    implementation, _ = contract(trace, {"session": passes}, create=create)
+
+    async def use() -> None:
+        async with ck.open_feature(implementation, timeout=TINY):
+            body()
+
+    anyio.run(use, backend=backend)
+
+
+def calm() -> None:
+    pass
+
+
+@fault(propagates="SystemExit", says=["ValueError: cleanup failed"])
+def sys_exit_in_an_open_feature_body(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.fails", raising(ValueError("cleanup failed")))
+
+    session(trace, backend, raising(SystemExit(0)), create)
+
+
+@fault(propagates="Custom", says=["ValueError: also"])
+def a_custom_base_exception_in_an_open_feature_cleanup(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.also", raising(ValueError("also")))
+        trace.defer(scope, "session.raises", raising(Custom("mine")))
+
+    session(trace, backend, calm, create)
+
+
+@fault(propagates="KeyboardInterrupt", says=["ValueError: also"])
+def keyboard_interrupt_in_an_open_feature_cleanup(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.also", raising(ValueError("also")))
+        trace.defer(scope, "session.raises", raising(KeyboardInterrupt()))
+
+    session(trace, backend, calm, create)
 
 
 # -- playing the scenarios (in the subprocess) -------------------------------------------

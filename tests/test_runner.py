@@ -954,8 +954,12 @@ class TestMemory:
         assert error.__traceback__ is not None
 
 
+class CustomBase(BaseException):
+    """A BaseException of the code under test's own."""
+
+
 class TestInterrupts:
-    """KeyboardInterrupt and SystemExit stop the run, bare, once cleanups ran."""
+    """KeyboardInterrupt alone stops the run, bare, once cleanups ran; other BaseExceptions fail."""
 
     @staticmethod
     def interrupted_rig(raised: BaseException) -> Rig:
@@ -972,30 +976,82 @@ class TestInterrupts:
         )
 
     @pytest.mark.anyio
-    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
-    async def test_an_interrupt_propagates_bare_after_cleanup(
-        self, interrupt: type[BaseException]
-    ) -> None:
+    async def test_an_interrupt_propagates_bare_after_cleanup(self) -> None:
         """run_contract re-raises the very interrupt, after the case's cleanup, running no more."""
-        raised = interrupt("stop")
+        raised = KeyboardInterrupt("stop")
         r = self.interrupted_rig(raised)
-        with pytest.raises(interrupt) as excinfo:
+        with pytest.raises(KeyboardInterrupt) as excinfo:
             await ck.run_contract(r.implementation, r.suite)
         assert excinfo.value is raised
         assert r.log == ["create 0", "case before on 0", "cleanup 0", "create 1", "cleanup 1"]
 
     @pytest.mark.parametrize("backend", BACKENDS)
-    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
-    def test_an_interrupt_propagates_bare_from_run_contract_sync(
-        self, backend: Backend, interrupt: type[BaseException]
-    ) -> None:
+    def test_an_interrupt_propagates_bare_from_run_contract_sync(self, backend: Backend) -> None:
         """run_contract_sync re-raises the very interrupt, after the case's cleanup."""
-        raised = interrupt("stop")
+        raised = KeyboardInterrupt("stop")
         r = self.interrupted_rig(raised)
-        with pytest.raises(interrupt) as excinfo:
+        with pytest.raises(KeyboardInterrupt) as excinfo:
             ck.run_contract_sync(r.implementation, r.suite, backend=backend)
         assert excinfo.value is raised
         assert r.log == ["create 0", "case before on 0", "cleanup 0", "create 1", "cleanup 1"]
+
+    @pytest.mark.anyio
+    async def test_an_interrupt_in_a_cleanup_propagates_bare_with_notes(self) -> None:
+        """A cleanup's KeyboardInterrupt: later cleanups run; it propagates with the rest noted."""
+        raised = KeyboardInterrupt()
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            def fails() -> None:
+                raise ValueError("first cleanup failed")
+
+            def interrupts() -> None:
+                raise raised
+
+            scope.defer(fails)
+            scope.defer(interrupts)
+
+        r = rig({"a": passing("a"), "b": passing("b")}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite)
+        assert excinfo.value is raised
+        assert excinfo.value.__notes__ == ["case 'a': ValueError: first cleanup failed"]
+        assert r.log == ["create 0", "case a on 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit, CustomBase])
+    @pytest.mark.parametrize("stage", STAGES)
+    async def test_other_base_exceptions_fail_the_case_and_the_run_goes_on(
+        self, kind: type[BaseException], stage: str
+    ) -> None:
+        """sys.exit(0) and the like from any stage fail their case, as pytest fails a test."""
+        raised = kind(0)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 1:
+                return
+            if stage == "create":
+                raise raised
+            if stage == "cleanup":
+
+                def exits() -> None:
+                    raise raised
+
+                scope.defer(exits)
+
+        async def stops(api: Probe) -> None:
+            if stage == "case":
+                raise raised
+
+        r = rig(
+            {"before": passing("before"), "stops": stops, "after": passing("after")},
+            on_create=on_create,
+        )
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [PASSED, FAILED, PASSED]
+        assert f"{kind.__name__}" in (report["stops"].reason or "")
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1", "cleanup 2"]
+        with pytest.raises(ck.ContractFailure):
+            ck.assert_contract(report)
 
     @pytest.mark.anyio
     async def test_an_interrupt_under_concurrency_cleans_up_every_case_in_flight(self) -> None:

@@ -9,7 +9,7 @@ import sys
 import threading
 import traceback
 import typing
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from signal import SIGINT as _SIGINT
 from time import monotonic, perf_counter
 from types import CoroutineType, FrameType, TracebackType
@@ -414,7 +414,7 @@ class Execution(Generic[API]):
         lanes = [
             _Lane(timeout, watched=watched) for _ in range(min(max_concurrency, len(case_ids)))
         ]
-        signals = _Signals.install() if timeout is not None else None
+        signals = _Signals.install(self)
         try:
             if timeout is not None:
                 for lane in lanes:
@@ -445,6 +445,21 @@ class Execution(Generic[API]):
                 signals.restore()
         if self.interrupt is not None:
             raise self.interrupt
+
+    def stop(self) -> None:
+        """Stop the run for Ctrl-C: cancel the cases in flight, then raise KeyboardInterrupt."""
+        if self.interrupt is None:
+            self.interrupt = KeyboardInterrupt()
+        self.spawner.cancel_scope.cancel()
+
+    def _note(self, case_id: str, errors: Iterable[BaseException | None]) -> None:
+        """Keep the failures seen while the run stops in the notes of its interrupt."""
+        interrupt = self.interrupt
+        if interrupt is None:
+            return
+        for error in errors:
+            if error is not None and error is not interrupt:
+                interrupt.add_note(f"case {case_id!r}: {describe_error(error)}")
 
     def _unsupported(self, index: int, case_id: str) -> None:
         reason = cast("Unsupported", self.plan.coverage[case_id]).reason
@@ -615,9 +630,18 @@ class Execution(Generic[API]):
                     duration=duration,
                 )  # fmt: skip
             return case_result(case_id, CaseStatus.PASSED, None, None, (), duration)
-        interrupts = [exc for exc in cleanup_errors if not isinstance(exc, Exception)]
-        if interrupts:
-            raise BaseExceptionGroup(f"cleanup of case {case_id!r} was interrupted", interrupts)
+        # KeyboardInterrupt alone stops the run: as itself, once this case's
+        # cleanups have run, with the case's other failures in its notes. Any
+        # other BaseException (SystemExit, GeneratorExit...) fails the case, as
+        # pytest fails a test that raises it.
+        interrupt = next(
+            (exc for exc in (error, *cleanup_errors) if isinstance(exc, KeyboardInterrupt)), None
+        )
+        if interrupt is not None:
+            if self.interrupt is None:
+                self.interrupt = interrupt
+            self._note(case_id, (error, *cleanup_errors))
+            raise interrupt
         if overran is not None:
             stuck = error if type(error) is StageStuck else None
             if error is not None:
@@ -636,11 +660,10 @@ class Execution(Generic[API]):
             # A real cancellation is delivered again here and ends the run. A
             # cancellation exception the code under test raised on its own (a
             # library bug, or a stale one re-raised) is that case's failure.
+            self._note(case_id, cleanup_errors)
             await anyio.lowlevel.checkpoint_if_cancelled()
             if _natively_cancelled():
                 raise error
-        elif error is not None and not isinstance(error, Exception):
-            raise error  # an interrupt: never a case outcome
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
 
 
@@ -690,22 +713,30 @@ class _Signals:
     the handler the run found.
     """
 
-    __slots__ = ("handle", "pending", "previous")
+    __slots__ = ("call_soon", "execution", "handle", "pending", "pressed", "previous")
 
-    def __init__(self, previous: Callable[[int, FrameType | None], Any]) -> None:
+    def __init__(
+        self,
+        previous: Callable[[int, FrameType | None], Any],
+        execution: Execution[Any],
+        call_soon: Callable[[Callable[[], object]], object],
+    ) -> None:
         self.previous = previous
+        self.execution = execution
+        self.call_soon = call_soon
         self.pending: tuple[Watch, float] | None = None
+        self.pressed = False  # Ctrl-C was pressed once
         self.handle = self._handle  # one bound method, to know it again
 
     @classmethod
-    def install(cls) -> _Signals | None:
+    def install(cls, execution: Execution[Any]) -> _Signals | None:
         """Install the handler; ``None`` off the main thread, or over a handler not in Python."""
         if threading.get_ident() != _MAIN_THREAD:
             return None
         previous = _signal.getsignal(_SIGINT)
         if not callable(previous):
             return None
-        signals = cls(previous)
+        signals = cls(previous, execution, _call_soon_threadsafe())
         _signal.signal(_SIGINT, signals.handle)
         return signals
 
@@ -726,7 +757,13 @@ class _Signals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         pending = self.pending
         if pending is None:
-            self.previous(signum, frame)
+            # Ctrl-C. The first stops the run: the cases in flight are cancelled,
+            # their cleanups run, shielded and under their deadlines, and then the
+            # run raises KeyboardInterrupt. The second stops at once.
+            if self.pressed:
+                raise KeyboardInterrupt
+            self.pressed = True
+            self.call_soon(self.execution.stop)  # not from here: the loop may be mid-step
             return
         self.pending = None
         watch, due = pending
@@ -736,6 +773,22 @@ class _Signals:
             if frame is watch.frame:
                 raise watch.stuck()
             frame = frame.f_back
+
+
+_CallSoon = Callable[[Callable[[], object]], object]
+
+
+def _call_soon_threadsafe() -> _CallSoon:
+    """How to run a function on the running event loop from a signal handler or a thread."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            return cast("_CallSoon", asyncio.get_running_loop().call_soon_threadsafe)
+        except RuntimeError:  # not on asyncio
+            pass
+    import trio  # on trio, then
+
+    return cast("_CallSoon", trio.lowlevel.current_trio_token().run_sync_soon)
 
 
 def _natively_cancelled() -> bool:

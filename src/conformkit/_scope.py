@@ -8,11 +8,12 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
+from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, cast, final
 
 import anyio
 from typing_extensions import TypeVar, TypeVarTuple
 
+from ._explain import describe_error
 from ._feature import API
 from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
@@ -374,13 +375,39 @@ async def create_api(implementation: FeatureImplementation[API, Any], scope: Fea
     except BaseException as exc:
         rollback_errors = await scope._close()
         if rollback_errors:
-            raise BaseExceptionGroup(
+            raise_together(
                 f"create() of {type(implementation).__qualname__} failed and so did "
                 f"{len(rollback_errors)} rollback cleanup(s)",
                 [exc, *rollback_errors],
-            ) from None
+            )
         raise
     return cast("API", api)
+
+
+def raise_together(message: str, errors: list[BaseException]) -> NoReturn:
+    """
+    Raise several failures as one: an exception group of them, but a
+    BaseException other than a cancellation (``KeyboardInterrupt`` first, then
+    ``SystemExit`` and the like) propagates as itself, the others in its notes.
+    """
+    cancelled = anyio.get_cancelled_exc_class()
+    escalated: BaseException | None = None
+    for error in errors:
+        if isinstance(error, Exception | cancelled):
+            continue
+        if isinstance(error, KeyboardInterrupt):
+            escalated = error
+            break
+        if escalated is None:
+            escalated = error
+    if escalated is None:
+        raise BaseExceptionGroup(message, errors) from None
+    notes = getattr(escalated, "__notes__", [])
+    for error in errors:
+        note = f"{message}: {describe_error(error)}"
+        if error is not escalated and note not in notes:  # raised again: noted once
+            escalated.add_note(note)
+    raise escalated
 
 
 @final
@@ -420,9 +447,7 @@ class Session(Generic[API]):
         """
         errors = await self._scope._close()
         if errors:
-            raise BaseExceptionGroup(
-                f"{len(errors)} cleanup(s) of {self._scope._where()} failed", list(errors)
-            )
+            raise_together(f"{len(errors)} cleanup(s) of {self._scope._where()} failed", errors)
         # A cancellation that arrived while cleanups ran shielded.
         await anyio.lowlevel.checkpoint_if_cancelled()
 
@@ -441,7 +466,10 @@ async def open_feature(
 
     If ``create`` fails, what it registered is rolled back and the error re-raised.
     On exit, the session is disposed; if the body raised and a cleanup failed too,
-    both surface together in one exception group, the body's error first.
+    both surface together in one exception group, the body's error first. A
+    ``BaseException`` other than a cancellation (``KeyboardInterrupt``,
+    ``SystemExit``...) propagates as itself, after every cleanup ran, with the
+    other failures in its ``__notes__``.
 
     :param timeout: seconds each cleanup (and the join of background work) may
         take; by default, the implementation's own ``timeout``; ``None`` disables
@@ -476,7 +504,7 @@ async def open_feature(
     if cleanup_errors:
         where = f"{len(cleanup_errors)} cleanup(s) of {scope._where()} failed"
         if body_error is not None:
-            raise BaseExceptionGroup(where, [body_error, *cleanup_errors]) from None
-        raise BaseExceptionGroup(where, list(cleanup_errors))
+            raise_together(where, [body_error, *cleanup_errors])
+        raise_together(where, list(cleanup_errors))
     if body_error is not None:
         raise body_error
