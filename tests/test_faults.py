@@ -724,6 +724,43 @@ def keyboard_interrupt_in_an_open_feature_cleanup(trace: Trace, backend: Backend
     session(trace, backend, calm, create)
 
 
+# Background work always starts, as in a task group, and sees the cancellation at once.
+
+
+def owning_work(trace: Trace, label: str) -> Callable[[], Awaitable[None]]:
+    """Work that owns a resource and releases it in its finally."""
+
+    async def owns() -> None:
+        trace.add(f"started {label}")
+        try:
+            await anyio.sleep(60)
+        finally:
+            trace.add(f"finished {label}")
+
+    return owns
+
+
+@fault(("passed", "passed"), extra=finished("first.work"))
+def work_the_case_ends_before_it_runs_still_starts(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            scope.start_soon(owning_work(trace, "first.work"))
+
+    def quick(api: Trace) -> None:
+        pass  # never yields: the work is not yet running when the case ends
+
+    cases: dict[str, Case] = {"first": quick, "second": passes}
+    return run(backend, *contract(trace, cases, create=create))
+
+
+@fault(extra=finished("session.work"))
+def work_a_session_closes_before_it_runs_still_starts(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        scope.start_soon(owning_work(trace, "session.work"))
+
+    session(trace, backend, calm, create)
+
+
 # -- playing the scenarios (in the subprocess) -------------------------------------------
 
 
@@ -823,10 +860,13 @@ def test_fault(outcomes: dict[tuple[Backend, str], Outcome], backend: Backend, n
     assert_cleanups_ran_once_in_reverse(outcome["events"])
     assert outcome.get("propagated") == fault.propagates, outcome.get("message")
     if fault.propagates is None:
-        assert outcome["verdict"] == list(fault.verdict or ()), outcome["reasons"]
+        expected = None if fault.verdict is None else list(fault.verdict)
+        assert outcome.get("verdict") == expected, outcome.get("reasons")
         failing = [
             reason
-            for reason, status in zip(outcome["reasons"], outcome["verdict"], strict=True)
+            for reason, status in zip(
+                outcome.get("reasons", ()), outcome.get("verdict", ()), strict=True
+            )
             if status != "passed"
         ]
         said = failing[0] if failing else ""

@@ -636,8 +636,8 @@ class TestShutdown:
         ]
 
     @pytest.mark.anyio
-    async def test_work_not_yet_running_when_closing_starts_never_runs(self) -> None:
-        """Work started but not yet scheduled when the scope closes is never run, nor waited on."""
+    async def test_work_not_yet_running_when_closing_starts_still_starts(self) -> None:
+        """As in a task group: work not yet scheduled starts, and sees the cancellation at once."""
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
             scope.defer(sync_cleanup(log, "a"))
@@ -646,7 +646,31 @@ class TestShutdown:
         implementation = SyncImplementation(setup)
         async with ck.open_feature(implementation, timeout=TIMEOUT):
             pass  # no checkpoint: the worker has had no chance to start
-        assert implementation.log.events == ["create", "a"]
+        assert implementation.log.events == [
+            "create",
+            "w started",
+            "w cancelled, closing set: True",
+            "w finished",
+            "a",
+        ]
+
+    @pytest.mark.anyio
+    async def test_work_that_owns_a_resource_releases_it_though_it_never_ran(self) -> None:
+        """A worker's try/finally always runs: what it owns is never leaked."""
+        released: list[str] = []
+
+        async def owner() -> None:
+            try:
+                await anyio.sleep(FOREVER)
+            finally:
+                released.append("released")
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.start_soon(owner)
+
+        async with ck.open_feature(SyncImplementation(setup), timeout=TIMEOUT):
+            pass
+        assert released == ["released"]
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("when", ["before closing", "while being cancelled"])

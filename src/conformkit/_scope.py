@@ -146,9 +146,12 @@ class FeatureScope:
         """
         Start background work that the scope owns.
 
-        When the scope closes, the work is cancelled and waited for before any
-        cleanup runs. An exception it raises is reported with the cleanup
-        failures of the scope (and so fails the case it belongs to).
+        As with a task group's ``start_soon``, the function always starts, even
+        when the scope closes before it got to run: it then sees the cancellation
+        at its first checkpoint. When the scope closes, the work is cancelled and
+        waited for before any cleanup runs. An exception it raises is reported
+        with the cleanup failures of the scope (and so fails the case it belongs
+        to).
 
         :raises RuntimeError: if the scope has started closing.
         """
@@ -164,9 +167,12 @@ class FeatureScope:
         background = self._background
         assert background is not None
         try:
-            if self._state is not _OPEN:
-                return  # closed before the task got to run: nothing to start
             with anyio.CancelScope() as cancel_scope:
+                if self._state is not _OPEN:
+                    # Closing began before the task got to run. As in a task group,
+                    # the work starts all the same, and sees the cancellation at its
+                    # first checkpoint: its try/finally always runs.
+                    cancel_scope.cancel()
                 background.scopes.add(cancel_scope)
                 try:
                     if self._timeout is None:
