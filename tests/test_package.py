@@ -20,6 +20,8 @@ MEANT_FOR_THE_CLI = {
     # `Coverage` is the type of a coverage entry, `suggest` the "did you mean" hint.
     "conformkit._feature": {"Coverage", "suggest"},
     "conformkit._util": set(_util.__all__) | {"ImportByNameError"},
+    # The command line stops a run stuck beyond interruption, writing what it judged.
+    "conformkit._watchdog": {"Watch", "set_stuck_hook"},
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import math
 import os
@@ -10,8 +11,11 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import traceback
+import tracemalloc
 import unittest
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +33,7 @@ STAGES = ("create", "case", "cleanup")
 PACKAGE_DIR = os.path.dirname(os.path.abspath(ck.__file__))
 FEATURE_ID = "test.runner"
 SHORT = 0.3  # seconds: small enough to keep the file fast, never hit by a quick stage
+TINY = 0.1  # seconds: a deadline for stages that overrun it by design
 
 
 class Probe:
@@ -65,13 +70,15 @@ def rig(
     unsupported: Mapping[str, str] | None = None,
     on_create: CreateHook | None = None,
     feature_id: str = FEATURE_ID,
+    declared_timeout: float | None = ck.DEFAULT_TIMEOUT,
 ) -> Rig:
     """
     Build a fresh feature with these cases, its suite and an implementation of it.
 
     Each create() call gets the next number, logs ``create N``, defers a cleanup that
     logs ``cleanup N`` and then awaits ``on_create(N, scope)``. With cases run one at
-    a time, the numbers follow the supported cases in declared order.
+    a time, the numbers follow the supported cases in declared order. The
+    implementation declares ``declared_timeout`` as its own deadline.
     """
     the_feature = ck.Feature[Probe](feature_id, cases=tuple(cases))
     log: list[str] = []
@@ -81,6 +88,7 @@ def rig(
     class ProbeImplementation(ck.FeatureImplementation[Probe]):
         feature = the_feature
         coverage = the_feature.coverage(unsupported=unsupported)
+        timeout = declared_timeout
 
         async def create(self, scope: ck.FeatureScope) -> Probe:
             number = next(numbers)
@@ -452,6 +460,210 @@ class TestDeadlines:
         assert cleanup_done == ["slow cleanup"]
 
 
+def blocking(seconds: float) -> Callable[[], None]:
+    """Sync code that holds the event loop for ``seconds``: no deadline can cancel it."""
+    return functools.partial(time.sleep, seconds)
+
+
+class TestSyncOverruns:
+    """§4.3: a stage that returns after its deadline fails, though nothing could cancel it."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("stage", ["create", "case", "sync cleanup", "async cleanup"])
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_a_stage_blocking_past_its_deadline_fails(self, stage: str, runner: str) -> None:
+        """Sync code holding the loop past the deadline fails its case, saying what happened."""
+        block = blocking(3 * TINY)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 0:
+                return
+            if stage == "create":
+                block()
+            if stage == "sync cleanup":
+                scope.defer(block)
+            if stage == "async cleanup":
+
+                async def no_checkpoint() -> None:
+                    block()
+
+                scope.defer(no_checkpoint)
+
+        def held(api: Probe) -> None:
+            api.log.append(f"case on {api.number}")
+            if stage == "case":
+                block()
+
+        r = rig({"held": held, "after": passing("after")}, on_create=on_create)
+        expected = f"exceeded the {TINY:g}s deadline"
+        blocked = "sync code blocked the event loop"
+        if runner == "ContractCase.run":
+            held_case, after_case = ck.contract_cases(r.implementation, r.suite, timeout=TINY)
+            with pytest.raises((TimeoutError, ExceptionGroup)) as excinfo:
+                await held_case.run()
+            error: BaseException = excinfo.value
+            if isinstance(error, ExceptionGroup):
+                [error] = error.exceptions
+            assert isinstance(error, TimeoutError)
+            assert expected in str(error)
+            assert blocked in str(error)
+            await after_case.run()
+        else:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+            assert statuses(report) == [FAILED, PASSED]
+            result = report["held"]
+            if stage.endswith("cleanup"):
+                [error] = result.cleanup_errors
+            else:
+                assert result.error is not None
+                error = result.error
+                assert f"stage {stage!r}" in str(error)
+            assert isinstance(error, TimeoutError)
+            assert expected in str(error)
+            assert blocked in str(error)
+            assert blocked in (result.reason or "")
+        assert r.log.count("cleanup 0") == 1
+        assert r.log.count("cleanup 1") == 1
+        assert ("case on 0" in r.log) is (stage != "create")
+
+    @pytest.mark.anyio
+    async def test_a_sync_stage_within_its_deadline_passes(self) -> None:
+        """Sync code that returns in time is a pass: only an overrun fails."""
+        r = rig({"quick": quiet("quick")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        assert statuses(report) == [PASSED]
+
+    @pytest.mark.anyio
+    async def test_the_run_of_several_cases_fails_only_the_late_one(self) -> None:
+        """Under concurrency, the case that blocked fails; the others, slowed down, still pass."""
+
+        def held(api: Probe) -> None:
+            time.sleep(3 * TINY)
+
+        r = rig({"one": passing("one"), "held": held, "two": passing("two")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY, max_concurrency=3)
+        assert report["held"].status is FAILED
+        assert "sync code blocked the event loop" in (report["held"].reason or "")
+
+
+class TestDeclaredTimeout:
+    """§4.3: 5 s by default; an implementation may declare its own; a run's timeout= wins."""
+
+    def test_the_default_deadline_is_five_seconds(self) -> None:
+        """DEFAULT_TIMEOUT is 5 seconds, and what an implementation declares unless told."""
+        assert ck.DEFAULT_TIMEOUT == 5.0
+        assert ck.FeatureImplementation.timeout == 5.0
+        assert rig({"a": passing("a")}).implementation.timeout == 5.0
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("run_timeout", "status"),
+        [(ck.DEFAULT_TIMEOUT, FAILED), (None, PASSED), (1.0, PASSED), (5.0, PASSED)],
+        ids=["default", "none", "one-second", "five-seconds"],
+    )
+    async def test_the_run_overrides_the_declared_deadline(
+        self, run_timeout: float | None, status: ck.CaseStatus
+    ) -> None:
+        """A declared deadline applies unless the run passes timeout=, even 5.0 explicitly."""
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(3 * TINY)
+
+        r = rig({"slow": slow}, declared_timeout=TINY)
+        report = await ck.run_contract(r.implementation, r.suite, timeout=run_timeout)
+        assert statuses(report) == [status]
+        if status is FAILED:
+            assert f"exceeded the {TINY:g}s deadline" in (report["slow"].reason or "")
+        [case] = ck.contract_cases(r.implementation, r.suite, timeout=run_timeout)
+        if status is FAILED:
+            with pytest.raises(TimeoutError):
+                await case.run()
+        else:
+            await case.run()
+
+    @pytest.mark.anyio
+    async def test_a_declared_none_disables_the_deadlines(self) -> None:
+        """timeout = None on the class: no deadline, unless the run sets one."""
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(3 * TINY)
+
+        r = rig({"slow": slow}, declared_timeout=None)
+        assert statuses(await ck.run_contract(r.implementation, r.suite)) == [PASSED]
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        assert statuses(report) == [FAILED]
+
+    @pytest.mark.anyio
+    async def test_open_feature_bounds_cleanups_by_the_declared_deadline(self) -> None:
+        """open_feature's default deadline is the implementation's too."""
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            scope.defer(anyio.sleep_forever)
+
+        r = rig({"a": passing("a")}, on_create=on_create, declared_timeout=TINY)
+        with pytest.raises(ExceptionGroup) as excinfo:
+            async with ck.open_feature(r.implementation):
+                pass
+        [error] = excinfo.value.exceptions
+        assert isinstance(error, TimeoutError)
+        assert f"exceeded the {TINY:g}s deadline" in str(error)
+
+    @pytest.mark.parametrize(
+        "value",
+        [0, -1, math.nan, math.inf, 10**400, "5", True],
+        ids=["zero", "negative", "nan", "inf", "huge", "text", "bool"],
+    )
+    def test_a_malformed_declared_deadline_is_rejected_at_class_creation(
+        self, value: object
+    ) -> None:
+        """The class attribute is checked like the option: one line naming the class."""
+        the_feature = ck.Feature[Probe]("test.runner.declared", cases=("a",))
+        with pytest.raises(ck.ContractDefinitionError, match=r"\bSlow\.timeout must be a positive"):
+
+            class Slow(ck.FeatureImplementation[Probe]):
+                feature = the_feature
+                coverage = the_feature.coverage()
+                timeout = value  # type: ignore[assignment]
+
+                def create(self, scope: ck.FeatureScope) -> Probe:
+                    return Probe(0, [])
+
+    def test_the_command_line_follows_the_declared_deadline(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without --timeout the command line uses the implementation's deadline."""
+        target = tmp_path / "declared_contract.py"
+        target.write_text(
+            textwrap.dedent(
+                """
+                import anyio
+                import conformkit as ck
+
+                slow = ck.Feature[object]("test.cli.declared", cases=("naps",))
+                suite = ck.ContractSuite(slow)
+
+                @suite.case
+                async def naps(api: object) -> None:
+                    await anyio.sleep(0.6)
+
+                class Impatient(ck.FeatureImplementation[object]):
+                    feature = slow
+                    coverage = slow.coverage()
+                    timeout = 0.2
+
+                    def create(self, scope: ck.FeatureScope) -> object:
+                        return object()
+                """
+            ),
+            encoding="utf-8",
+        )
+        from conformkit.cli import main
+
+        assert main(["run", str(target)]) == 1
+        assert "exceeded the 0.2s deadline" in capsys.readouterr().out
+        assert main(["run", str(target), "--timeout", "5"]) == 0
+
+
 class TestCleanupFailure:
     """§4.4: a cleanup failure fails the case even when its assertion held."""
 
@@ -519,7 +731,8 @@ class TestCleanupFailure:
             stubborn, _ = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
 
             async def release_after_the_join_gave_up() -> None:
-                await anyio.sleep(2 * SHORT)
+                # The join waits SHORT, then SHORT again for work it interrupts.
+                await anyio.sleep(3 * SHORT)
                 release.set()
 
             async with anyio.create_task_group() as task_group:
@@ -591,7 +804,7 @@ class TestFailureLocalisation:
     ) -> None:
         """Reason names case and message; the traceback starts in the case, free of conformkit."""
         r = rig({"fine": passing("fine"), "read_back": function})
-        report = await ck.run_contract(r.implementation, r.suite)
+        report = await ck.run_contract(r.implementation, r.suite, keep_tracebacks=True)
         result = report["read_back"]
         assert result.status is FAILED
         assert result.reason is not None
@@ -605,6 +818,12 @@ class TestFailureLocalisation:
         assert function.__name__ in text
         assert "check_read" in text
         assert PACKAGE_DIR not in text
+        # By default the report keeps the same traceback, as text only.
+        report = await ck.run_contract(r.implementation, r.suite)
+        result = report["read_back"]
+        assert result.error is not None
+        assert result.error.__traceback__ is None
+        assert result.to_dict()["error"]["traceback"] == text
 
     @pytest.mark.anyio
     async def test_a_bundled_profile_case_is_located_in_its_own_frame(self) -> None:
@@ -622,7 +841,7 @@ class TestFailureLocalisation:
             def create(self, scope: ck.FeatureScope) -> mapping.MappingAPI:
                 return Forgetful()
 
-        report = await ck.run_contract(ForgetfulMapping(), mapping.suite)
+        report = await ck.run_contract(ForgetfulMapping(), mapping.suite, keep_tracebacks=True)
         result = report["read_your_writes"]
         assert result.status is FAILED
         assert result.error is not None
@@ -632,8 +851,115 @@ class TestFailureLocalisation:
         assert f"(at mapping.py:{result.error.__traceback__.tb_lineno} in " in (result.reason or "")
 
 
+class TestReasons:
+    """A reason says what happened: group leaves, a forgotten return, an assert's values."""
+
+    @pytest.mark.anyio
+    async def test_a_task_group_failure_gives_its_leaves(self) -> None:
+        """Not 'unhandled errors in a TaskGroup': each leaf once, with its count."""
+
+        async def fails(message: str) -> None:
+            raise ValueError(message)  # before any checkpoint: every task fails
+
+        async def grouped(api: Probe) -> None:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(fails, "bad")
+                task_group.start_soon(fails, "bad")
+                task_group.start_soon(fails, "worse")
+
+        r = rig({"grouped": grouped})
+        report = await ck.run_contract(r.implementation, r.suite)
+        reason = report["grouped"].reason or ""
+        # Leaves in the order they failed, which the event loop chooses.
+        assert "ValueError: bad (×2)" in reason
+        assert "ValueError: worse" in reason
+        assert "TaskGroup" not in reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("reject_vacuous", [False, True])
+    async def test_create_returning_none_says_so(self, reject_vacuous: bool) -> None:
+        """A case failing on the None that create() returned says so first."""
+        the_feature = ck.Feature[Probe]("test.runner.none", cases=("a",))
+
+        class Forgetful(ck.FeatureImplementation[Probe]):
+            feature = the_feature
+            coverage = the_feature.coverage()
+
+            async def create(self, scope: ck.FeatureScope) -> Probe:
+                Probe(0, [])  # the return is forgotten
+                return None  # type: ignore[return-value]
+
+        async def reads(api: Probe) -> None:
+            api.log.append("never")
+
+        suite = ck.ContractSuite(the_feature, {"a": reads})
+        report = await ck.run_contract(Forgetful(), suite, reject_vacuous=reject_vacuous)
+        reason = report["a"].reason or ""
+        assert reason.startswith(
+            "case 'a' failed: create() returned None (a forgotten return?), and the case "
+            "raised AttributeError: 'NoneType' object has no attribute 'log'"
+        )
+
+
+class TestMemory:
+    """A report keeps what a reader needs of each failure, not the failing frames."""
+
+    CASES = 2000
+    HELD = 100_000  # bytes each failing case holds in a local variable
+
+    @staticmethod
+    def heavy(kept: list[weakref.ref[object]]) -> Case:
+        """A case that fails holding ``HELD`` bytes in a local, each a weakref in ``kept``."""
+
+        class Held:
+            def __init__(self, size: int) -> None:
+                self.data = bytearray(size)
+
+        async def fails(api: Probe) -> None:
+            held = Held(TestMemory.HELD)
+            kept.append(weakref.ref(held))
+            raise ValueError(f"failed holding {len(held.data)} bytes")
+
+        return fails
+
+    @pytest.mark.anyio
+    async def test_a_report_of_many_failures_lets_their_frames_go(self) -> None:
+        """2,000 failures of 100 kB each: the report keeps their text, not 200 MB of locals."""
+        kept: list[weakref.ref[object]] = []
+        r = rig({f"case_{index}": self.heavy(kept) for index in range(self.CASES)})
+        tracemalloc.start()
+        try:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=None)
+            gc.collect()
+            held, _peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert statuses(report) == [FAILED] * self.CASES
+        assert sum(ref() is not None for ref in kept) == 0
+        assert held < self.CASES * self.HELD / 10  # well under the 200 MB the frames held
+        error = report["case_0"].to_dict()["error"]
+        assert "in fails" in error["traceback"]
+        assert error["message"] == f"failed holding {self.HELD} bytes"
+
+    @pytest.mark.anyio
+    async def test_keep_tracebacks_keeps_the_frames(self) -> None:
+        """keep_tracebacks=True keeps each failure's live traceback, locals and all."""
+        kept: list[weakref.ref[object]] = []
+        r = rig({"fails": self.heavy(kept)})
+        report = await ck.run_contract(r.implementation, r.suite, keep_tracebacks=True)
+        gc.collect()
+        assert [ref() is not None for ref in kept] == [True]
+        error = report["fails"].error
+        assert error is not None
+        assert error.__traceback__ is not None
+
+
+class CustomBase(BaseException):
+    """A BaseException of the code under test's own."""
+
+
 class TestInterrupts:
-    """KeyboardInterrupt and SystemExit stop the run, bare, once cleanups ran."""
+    """KeyboardInterrupt alone stops the run, bare, once cleanups ran; other BaseExceptions fail."""
 
     @staticmethod
     def interrupted_rig(raised: BaseException) -> Rig:
@@ -650,30 +976,82 @@ class TestInterrupts:
         )
 
     @pytest.mark.anyio
-    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
-    async def test_an_interrupt_propagates_bare_after_cleanup(
-        self, interrupt: type[BaseException]
-    ) -> None:
+    async def test_an_interrupt_propagates_bare_after_cleanup(self) -> None:
         """run_contract re-raises the very interrupt, after the case's cleanup, running no more."""
-        raised = interrupt("stop")
+        raised = KeyboardInterrupt("stop")
         r = self.interrupted_rig(raised)
-        with pytest.raises(interrupt) as excinfo:
+        with pytest.raises(KeyboardInterrupt) as excinfo:
             await ck.run_contract(r.implementation, r.suite)
         assert excinfo.value is raised
         assert r.log == ["create 0", "case before on 0", "cleanup 0", "create 1", "cleanup 1"]
 
     @pytest.mark.parametrize("backend", BACKENDS)
-    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
-    def test_an_interrupt_propagates_bare_from_run_contract_sync(
-        self, backend: Backend, interrupt: type[BaseException]
-    ) -> None:
+    def test_an_interrupt_propagates_bare_from_run_contract_sync(self, backend: Backend) -> None:
         """run_contract_sync re-raises the very interrupt, after the case's cleanup."""
-        raised = interrupt("stop")
+        raised = KeyboardInterrupt("stop")
         r = self.interrupted_rig(raised)
-        with pytest.raises(interrupt) as excinfo:
+        with pytest.raises(KeyboardInterrupt) as excinfo:
             ck.run_contract_sync(r.implementation, r.suite, backend=backend)
         assert excinfo.value is raised
         assert r.log == ["create 0", "case before on 0", "cleanup 0", "create 1", "cleanup 1"]
+
+    @pytest.mark.anyio
+    async def test_an_interrupt_in_a_cleanup_propagates_bare_with_notes(self) -> None:
+        """A cleanup's KeyboardInterrupt: later cleanups run; it propagates with the rest noted."""
+        raised = KeyboardInterrupt()
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            def fails() -> None:
+                raise ValueError("first cleanup failed")
+
+            def interrupts() -> None:
+                raise raised
+
+            scope.defer(fails)
+            scope.defer(interrupts)
+
+        r = rig({"a": passing("a"), "b": passing("b")}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite)
+        assert excinfo.value is raised
+        assert excinfo.value.__notes__ == ["case 'a': ValueError: first cleanup failed"]
+        assert r.log == ["create 0", "case a on 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit, CustomBase])
+    @pytest.mark.parametrize("stage", STAGES)
+    async def test_other_base_exceptions_fail_the_case_and_the_run_goes_on(
+        self, kind: type[BaseException], stage: str
+    ) -> None:
+        """sys.exit(0) and the like from any stage fail their case, as pytest fails a test."""
+        raised = kind(0)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number != 1:
+                return
+            if stage == "create":
+                raise raised
+            if stage == "cleanup":
+
+                def exits() -> None:
+                    raise raised
+
+                scope.defer(exits)
+
+        async def stops(api: Probe) -> None:
+            if stage == "case":
+                raise raised
+
+        r = rig(
+            {"before": passing("before"), "stops": stops, "after": passing("after")},
+            on_create=on_create,
+        )
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [PASSED, FAILED, PASSED]
+        assert f"{kind.__name__}" in (report["stops"].reason or "")
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1", "cleanup 2"]
+        with pytest.raises(ck.ContractFailure):
+            ck.assert_contract(report)
 
     @pytest.mark.anyio
     async def test_an_interrupt_under_concurrency_cleans_up_every_case_in_flight(self) -> None:

@@ -171,7 +171,7 @@ def assert_timeout(exc: BaseException, what: str) -> None:
     assert type(exc) is TimeoutError
     message = str(exc)
     assert "feature 'test.scope'" in message
-    assert "(stage 'cleanup')" in message
+    assert "(stage 'cleanup'" in message
     assert what in message
 
 
@@ -636,8 +636,8 @@ class TestShutdown:
         ]
 
     @pytest.mark.anyio
-    async def test_work_not_yet_running_when_closing_starts_never_runs(self) -> None:
-        """Work started but not yet scheduled when the scope closes is never run, nor waited on."""
+    async def test_work_not_yet_running_when_closing_starts_still_starts(self) -> None:
+        """As in a task group: work not yet scheduled starts, and sees the cancellation at once."""
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
             scope.defer(sync_cleanup(log, "a"))
@@ -646,7 +646,31 @@ class TestShutdown:
         implementation = SyncImplementation(setup)
         async with ck.open_feature(implementation, timeout=TIMEOUT):
             pass  # no checkpoint: the worker has had no chance to start
-        assert implementation.log.events == ["create", "a"]
+        assert implementation.log.events == [
+            "create",
+            "w started",
+            "w cancelled, closing set: True",
+            "w finished",
+            "a",
+        ]
+
+    @pytest.mark.anyio
+    async def test_work_that_owns_a_resource_releases_it_though_it_never_ran(self) -> None:
+        """A worker's try/finally always runs: what it owns is never leaked."""
+        released: list[str] = []
+
+        async def owner() -> None:
+            try:
+                await anyio.sleep(FOREVER)
+            finally:
+                released.append("released")
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.start_soon(owner)
+
+        async with ck.open_feature(SyncImplementation(setup), timeout=TIMEOUT):
+            pass
+        assert released == ["released"]
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("when", ["before closing", "while being cancelled"])
@@ -1069,16 +1093,121 @@ class TestKeyboardInterrupt:
         assert implementation.log.events == ["create", "b", "b done", "a"]
 
     @pytest.mark.anyio
-    async def test_in_the_body_with_a_failing_cleanup_is_grouped_first(self) -> None:
-        """KeyboardInterrupt and a cleanup failure surface together, the interrupt first."""
+    async def test_in_the_body_with_a_failing_cleanup_propagates_bare_with_a_note(self) -> None:
+        """KeyboardInterrupt propagates as itself; the cleanup failure is in its notes."""
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
             scope.defer(sync_cleanup(log, "a", fails=True))
 
         implementation = SyncImplementation(setup)
         interrupt = KeyboardInterrupt()
-        with pytest.raises(BaseExceptionGroup) as raised:
+        with pytest.raises(KeyboardInterrupt) as raised:
             async with ck.open_feature(implementation, timeout=TIMEOUT):
                 raise interrupt
-        assert list(raised.value.exceptions) == [interrupt, implementation.log.errors["a"]]
+        assert raised.value is interrupt
+        assert raised.value.__notes__ == [
+            "1 cleanup(s) of feature 'test.scope' failed: test_scope.CleanupError: a failed"
+        ]
         assert implementation.log.events == ["create", "a"]
+
+
+class Custom(BaseException):
+    """A BaseException of the code under test's own."""
+
+
+class TestBaseExceptions:
+    """A BaseException other than cancellation propagates as itself, after every cleanup."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit, Custom, KeyboardInterrupt])
+    async def test_from_a_cleanup_it_propagates_bare_with_the_others_in_notes(
+        self, kind: type[BaseException]
+    ) -> None:
+        """Every later cleanup still runs; the other failures are notes, not dropped."""
+        raised_by_b = kind("b stops")
+
+        def stops() -> None:
+            raise raised_by_b
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a", fails=True))
+            scope.defer(stops)
+            scope.defer(async_cleanup(log, "c", fails=True))
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(kind) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        assert raised.value is raised_by_b
+        assert implementation.log.events == ["create", "c", "c done", "a"]
+        notes = raised.value.__notes__
+        assert [note.rsplit(": ", 1)[-1] for note in notes] == ["c failed", "a failed"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit, Custom])
+    async def test_from_the_body_it_propagates_after_every_cleanup(
+        self, kind: type[BaseException]
+    ) -> None:
+        """sys.exit() in the body: every cleanup runs, then it propagates as itself."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(async_cleanup(log, "b", fails=True))
+
+        implementation = SyncImplementation(setup)
+        stop = kind(0)
+        with pytest.raises(kind) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                raise stop
+        assert raised.value is stop
+        assert implementation.log.events == ["create", "b", "b done", "a"]
+        assert len(raised.value.__notes__) == 1
+
+    @pytest.mark.anyio
+    async def test_from_a_rollback_it_propagates_bare(self) -> None:
+        """create() fails and a rollback cleanup raises SystemExit: it wins, the rest in notes."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+
+            def exits() -> None:
+                raise SystemExit(3)
+
+            scope.defer(exits)
+            raise log.error("create", SetupError)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(SystemExit) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        assert raised.value.code == 3
+        assert implementation.log.events == ["create", "a"]
+        assert "SetupError: create failed" in raised.value.__notes__[0]
+
+    @pytest.mark.anyio
+    async def test_dispose_raises_it_bare_too(self) -> None:
+        """An early dispose() gives the same: the BaseException, bare, with notes."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a", fails=True))
+
+            def exits() -> None:
+                raise SystemExit(0)
+
+            scope.defer(exits)
+
+        implementation = SyncImplementation(setup)
+        early: list[BaseException] = []
+
+        async def dispose_early() -> None:
+            async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+                try:
+                    await session.dispose()
+                except SystemExit as exc:  # the early outcome, compared below
+                    early.append(exc)
+
+        with pytest.raises(SystemExit) as on_exit:
+            await dispose_early()
+        # Leaving the block gives the same outcome, noted once.
+        assert early == [on_exit.value]
+        assert len(on_exit.value.__notes__) == 1

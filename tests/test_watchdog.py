@@ -2,76 +2,259 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from conformkit._watchdog import Guard, StageStuck, interruptible
 
 
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
+def run_python(code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter, with a hard timeout: a hang fails the test."""
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
     )
 
 
 class TestWatch:
     def test_a_thread_spinning_in_python_is_interrupted_with_its_stack(self) -> None:
-        """Past its deadline, sync code that never yields gets StageStuck; the stack is kept."""
+        """Past its deadline and grace, sync code that never yields gets StageStuck."""
         done = run_python(
             """
-            import time
+            import sys, time
             from conformkit._watchdog import StageStuck, Watch
 
             def spin():
                 while True:
                     pass
 
-            with Watch() as watch:
-                watch.arm(time.monotonic() + 0.2, "case 'spin' (stage 'case')")
+            with Watch(0.2) as watch:
+                watch.frame = sys._getframe()
+                watch.case_id = "spin"
+                watch.start("case", time.monotonic() + 0.2)
                 try:
                     spin()
-                except StageStuck:
-                    print("interrupted")
+                except StageStuck as stuck:
+                    print("interrupted:", stuck.how)
+                watch.stop()
                 print("in spin" if "in spin" in (watch.stack or "") else watch.stack)
             """
         )
-        assert done.stdout.splitlines() == ["interrupted", "in spin"], done.stderr
+        assert done.stdout.splitlines() == [
+            "interrupted: sync code blocked the event loop",
+            "in spin",
+        ], done.stderr
 
     def test_a_stage_that_ends_in_time_is_left_alone(self) -> None:
-        """A disarmed watch never fires, however long the thread then runs."""
+        """A stopped watch never fires, however long the thread then runs."""
         done = run_python(
             """
-            import time
+            import sys, time
             from conformkit._watchdog import Watch
 
-            with Watch() as watch:
-                watch.arm(time.monotonic() + 0.1, "quick")
-                watch.disarm()
-                time.sleep(0.4)
-                print(watch.fired, watch.stack)
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.start("case", time.monotonic() + 0.1)
+                watch.stop()
+                time.sleep(0.5)
+                print(watch.stack)
             """
         )
-        assert done.stdout.splitlines() == ["False None"], done.stderr
+        assert done.stdout.splitlines() == ["None"], done.stderr
 
-    def test_a_cancelled_stage_still_running_is_handed_to_on_stuck(self) -> None:
-        """When the loop did cancel the stage and it runs on, on_stuck gets its stack."""
+    def test_code_that_cannot_be_interrupted_goes_to_the_stuck_hook(self) -> None:
+        """A stage still stuck after its interruption is handed over with its stack."""
         done = run_python(
             """
-            import threading, time
-            from conformkit._watchdog import Watch
+            import sys, threading, time
+            from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
 
             seen = threading.Event()
 
-            def on_stuck(watch):
-                print("stuck:", watch.label)
+            def hook(watch):
+                print("stuck:", watch.label(), "deaf" in watch.stack)
                 seen.set()
 
-            with Watch(on_stuck) as watch:
-                watch.arm(time.monotonic() + 0.1, "case 'deaf' (stage 'case')")
-                watch.cancelled = True  # the event loop's own watchdog cancelled it
-                print(seen.wait(10))
+            def deaf():
+                while not seen.is_set():
+                    try:
+                        time.sleep(0.01)
+                    except StageStuck:
+                        pass  # the defect under test: even this is swallowed
+
+            set_stuck_hook(hook)
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.case_id = "deaf"
+                watch.start("case", time.monotonic() + 0.1)
+                deaf()
+                watch.stop()
             """
         )
-        assert done.stdout.splitlines() == ["stuck: case 'deaf' (stage 'case')", "True"], (
+        assert done.stdout.splitlines() == ["stuck: case 'deaf' (stage 'case') True"], done.stderr
+
+    def test_the_default_hook_prints_the_stack(self) -> None:
+        """Without a hook, the stuck stage's stack goes to stderr: no hang goes unexplained."""
+        done = run_python(
+            """
+            import sys, time
+            from conformkit._watchdog import StageStuck, Watch
+
+            def deaf(until):
+                while time.monotonic() < until:
+                    try:
+                        time.sleep(0.01)
+                    except StageStuck:
+                        pass
+
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.case_id = "deaf"
+                watch.start("case", time.monotonic() + 0.1)
+                deaf(time.monotonic() + 1.0)
+                watch.stop()
+            """
+        )
+        assert "conformkit: case 'deaf' (stage 'case') is stuck past its 0.1s deadline" in (
             done.stderr
         )
+        assert "in deaf" in done.stderr
+
+
+class TestInterruptible:
+    @pytest.mark.anyio
+    async def test_a_swallowed_cancellation_becomes_stage_stuck(self) -> None:
+        """Cancelled again after its grace, code that swallows cancellation gets StageStuck."""
+        cancelled = anyio.get_cancelled_exc_class()
+        swallowed: list[str] = []
+
+        async def deaf() -> None:
+            while True:
+                try:
+                    await anyio.sleep(1)
+                except cancelled:
+                    swallowed.append("swallowed")  # the defect under test
+
+        guard = Guard(0.0, 0.05)
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            with pytest.raises(StageStuck) as excinfo:
+                await interruptible(deaf(), guard)
+        assert swallowed
+        assert excinfo.value.how == "it ignored its cancellation"
+        assert guard.where is not None
+        assert "deaf at test_watchdog.py" in guard.where
+
+    @pytest.mark.anyio
+    async def test_code_before_its_deadline_is_cancelled_as_usual(self) -> None:
+        """A cancellation before the guard's deadline is the code's own: passed on as it is."""
+        guard = Guard(float("inf"), 0.0)
+        with anyio.move_on_after(0.01) as scope:
+            await interruptible(anyio.sleep(1), guard)
+        assert scope.cancelled_caught
+        assert guard.first_cancel is None
+
+    @pytest.mark.anyio
+    async def test_results_and_errors_pass_through(self) -> None:
+        """What the awaited code returns or raises comes out unchanged."""
+        guard = Guard(0.0, 0.0)
+
+        async def answer() -> int:
+            await anyio.lowlevel.checkpoint()
+            return 42
+
+        async def fails() -> None:
+            await anyio.lowlevel.checkpoint()
+            raise KeyError("k")
+
+        assert await interruptible(answer(), guard) == 42
+        with pytest.raises(KeyError):
+            await interruptible(fails(), guard)
+
+
+STUCK_CONTRACT = """
+import signal
+import time
+
+import anyio
+import anyio.lowlevel
+
+import conformkit as ck
+
+stuck_feature = ck.Feature[object]("test.cli.stuck", cases=("first", "stuck", "never"))
+suite = ck.ContractSuite(stuck_feature)
+
+
+@suite.case
+async def first(api: object) -> None:
+    await anyio.lowlevel.checkpoint()
+
+
+@suite.case
+async def stuck(api: object) -> None:
+    # What no deadline can interrupt: on trio, a shielded wait; on asyncio,
+    # which wakes those, sync code that blocks the signal the watchdog sends.
+    if anyio.get_cancelled_exc_class().__module__.startswith("trio"):
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(60)
+    else:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+        time.sleep(60)
+
+
+@suite.case
+async def never(api: object) -> None:
+    await anyio.lowlevel.checkpoint()
+
+
+class Stuck(ck.FeatureImplementation[object]):
+    feature = stuck_feature
+    coverage = stuck_feature.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> object:
+        return object()
+"""
+
+
+class TestCommandLine:
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_a_run_stuck_beyond_interruption_stops_with_what_it_judged(
+        self, tmp_path: Path, backend: str
+    ) -> None:
+        """Exit status 2, one line naming case and stage, the results so far written."""
+        (tmp_path / "stuck_contract.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+        done = run_python(
+            "import sys; from conformkit.cli import main; sys.exit(main(sys.argv[1:]))",
+            "run",
+            "stuck_contract.py",
+            "--backend",
+            backend,
+            "--timeout",
+            "0.1",
+            "--format",
+            "json",
+            "--output",
+            "report.json",
+            "-q",
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, done.stderr
+        [line] = [line for line in done.stderr.splitlines() if line.startswith("conformkit:")]
+        assert line.startswith(
+            "conformkit: error: case 'stuck' of test.cli.stuck × Stuck is stuck in stage 'case'"
+        )
+        report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+        [entry] = report["reports"]
+        statuses = {result["case_id"]: result["status"] for result in entry["results"]}
+        assert statuses == {"first": "passed", "stuck": "failed"}
+        assert report["verdict"] == "fails"

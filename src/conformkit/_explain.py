@@ -10,7 +10,13 @@ from typing import Final
 
 from ._util import format_error, one_line, short_repr
 
-__all__ = ["assertion_detail", "describe_error", "group_leaves"]
+__all__ = [
+    "assertion_detail",
+    "describe_error",
+    "group_leaves",
+    "release_frames",
+    "traceback_text",
+]
 
 _MAX_LEAVES: Final = 3
 """The most distinct leaf exceptions a reason lists before saying how many more."""
@@ -114,3 +120,48 @@ def _asserts(source: str) -> tuple[ast.Assert, ...]:
     except SyntaxError:
         return ()
     return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Assert))
+
+
+_TEXT: Final = "_conformkit_traceback"
+"""The attribute that keeps an exception's formatted traceback once its frames are released."""
+
+
+def release_frames(error: BaseException) -> None:
+    """
+    Keep ``error``'s traceback as text, and let go of its frames.
+
+    A traceback keeps every frame it passes through alive, and with them every
+    local variable: a report of many failures would keep them all. The text is
+    what a reader of the report needs; :func:`traceback_text` gives it back. The
+    same is done for the exceptions chained to ``error`` and those in its groups.
+    An exception that cannot hold the text keeps its traceback.
+    """
+    import traceback  # only where an error is described
+
+    try:
+        setattr(error, _TEXT, "".join(traceback.format_exception(error)))
+    except (AttributeError, TypeError):  # an exception type without attributes
+        return
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        exc = pending.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        exc.__traceback__ = None
+        for linked in (exc.__cause__, exc.__context__):
+            if linked is not None:
+                pending.append(linked)
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+
+
+def traceback_text(error: BaseException) -> str:
+    """``error`` formatted as a traceback shows it, whether or not its frames were released."""
+    import traceback  # only where an error is described
+
+    text = getattr(error, _TEXT, None)
+    if isinstance(text, str):
+        return text
+    return "".join(traceback.format_exception(error))

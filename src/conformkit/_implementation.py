@@ -5,13 +5,51 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, final
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Coverage, Feature
+from ._util import check_timeout
 
 if TYPE_CHECKING:
     from ._scope import FeatureScope
+
+
+@final
+class _DefaultTimeout(float):
+    """
+    The type of :data:`DEFAULT_TIMEOUT`: a float like any other, recognised by
+    identity as the default of a ``timeout=`` parameter.
+    """
+
+    __slots__ = ()
+    __module__ = "conformkit"  # where the one instance is found
+
+    def __repr__(self) -> str:
+        return "DEFAULT_TIMEOUT"
+
+
+DEFAULT_TIMEOUT: Final[float] = _DefaultTimeout(5.0)
+"""
+Seconds each stage (create, case, each cleanup) may take unless told otherwise.
+
+As the default of a ``timeout=`` parameter it stands for "the implementation's
+own deadline": its ``timeout`` class attribute, which is this value unless the
+implementation declares another. Any other value, ``5.0`` included, overrides it.
+"""
+
+
+def stage_timeout(timeout: object, implementation: object) -> float | None:
+    """
+    The deadline of each stage of a run: ``timeout`` when it was given, else the
+    deadline the implementation's class declares.
+
+    :raises ContractDefinitionError: if ``timeout`` is malformed.
+    """
+    if timeout is DEFAULT_TIMEOUT:
+        timeout = getattr(type(implementation), "timeout", DEFAULT_TIMEOUT)
+    return check_timeout(timeout)
+
 
 # Names a subclass may not define: the lifecycle they suggest belongs to the host
 # (open_feature and the runners), which would never call them.
@@ -33,6 +71,10 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
 
             def create(self, scope: FeatureScope) -> TextAPI: ...
 
+    An implementation whose backend is remote or slow declares the deadline of
+    each stage as a class attribute, ``timeout = 30.0`` (``None`` for none); a
+    run's own ``timeout=`` overrides it.
+
     The declarations are checked when the class is created. The lifecycle is the
     host's: a subclass that defines ``dispose``, ``close``, ``aclose``, ``open`` or
     a context-manager method is rejected, because nothing would ever call it;
@@ -52,6 +94,11 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
     empty has no cases for this implementation (which is not a gap). A family
     left out claims every parameter; ``None``, the default, claims everything.
     """
+    timeout: ClassVar[float | None] = DEFAULT_TIMEOUT
+    """
+    Seconds each stage of a case (create, the case, each cleanup) may take,
+    unless the run says otherwise with ``timeout=``; ``None`` for no deadline.
+    """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -63,6 +110,8 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
                 f"to the host and would never call it; register cleanups with scope.defer() "
                 f"inside create()"
             )
+        if "timeout" in vars(cls):
+            check_timeout(vars(cls)["timeout"], what=f"{owner}.timeout")
         create = vars(cls).get("create")
         if create is not None and (
             inspect.isgeneratorfunction(create) or inspect.isasyncgenfunction(create)
@@ -119,7 +168,7 @@ def _undeclared(cls: type, name: str, value: object) -> str:
     """Say that ``cls`` lacks the class attribute ``name``, naming a near miss it sets."""
     if value is not None:
         return f"{cls.__qualname__}.{name} must be a Feature, got {value!r}"
-    known = {"feature", "coverage", "claims", "create"}
+    known = {"feature", "coverage", "claims", "create", "timeout"}
     own = [
         attribute
         for klass in cls.__mro__[: cls.__mro__.index(FeatureImplementation)]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, final
 
 from ._exceptions import ContractFailure
+from ._explain import traceback_text
 from ._util import format_error, one_line
 
 
@@ -184,8 +185,6 @@ class ContractReport:
 
 def describe_exception(exc: BaseException) -> dict[str, str]:
     """An exception as JSON-ready data: its type, its message and its own traceback."""
-    import traceback  # not for a report that holds no exception
-
     kind = type(exc)
     name = (
         kind.__qualname__
@@ -195,7 +194,7 @@ def describe_exception(exc: BaseException) -> dict[str, str]:
     return {
         "type": name,
         "message": str(exc),
-        "traceback": "".join(traceback.format_exception(exc)),
+        "traceback": traceback_text(exc),
     }
 
 

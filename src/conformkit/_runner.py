@@ -6,25 +6,42 @@ import functools
 import inspect
 import os
 import sys
+import threading
 import typing
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from signal import SIGINT as _SIGINT
 from time import monotonic, perf_counter
-from types import CoroutineType, TracebackType
+from types import CoroutineType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
 
 from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
+from ._explain import describe_error, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
-from ._implementation import FeatureImplementation, declared_feature
+from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
-from ._scope import DEFAULT_TIMEOUT, FeatureScope
+from ._scope import FeatureScope
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
-from ._util import check_timeout, format_error
+from ._watchdog import (
+    StageStuck,
+    Watch,
+    format_frames,
+    interruptible,
+    raise_in_thread,
+    stuck_detail,
+)
 
 if TYPE_CHECKING:
+    import signal as _signal
+
     from anyio.abc import TaskGroup
+else:
+    # The C module under `signal`: its functions take a tenth of the time of
+    # `signal`'s, which wrap every handler and number in an enum, and a run
+    # installs its handler each time it starts.
+    import _signal
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
@@ -83,7 +100,7 @@ def _bind(function: FamilyFunction[API], param: Any) -> CaseFunction[API]:
 
 
 @final
-class _Lane:
+class _Lane(Watch):
     """
     One lane of a run: its cases run one after another inside its cancel scope,
     each stage (``create``, then the case) under the run's deadline.
@@ -93,23 +110,61 @@ class _Lane:
     stage is still running then. A run of one case, ``ContractCase.run()``, has
     no watchdog, whose task would cost more than the case itself: its lane's
     cancel scope carries the deadline.
+
+    A lane is also a :class:`Watch`: the last-resort watchdog thread sees a stage
+    that the event loop could not stop, and interrupts it.
     """
 
     __slots__ = ("cancel_scope", "deadline", "fired", "watched")
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
-    def __init__(self, *, watched: bool) -> None:
+    def __init__(self, timeout: float | None, *, watched: bool) -> None:
+        super().__init__(timeout)
         self.watched = watched
         self.deadline: float | None = None  # of the running stage, when watched
         self.fired = False  # the watchdog cancelled the scope
 
-    def arm(self, timeout: float) -> None:
+    def arm(self, timeout: float, stage: str) -> None:
         """Start a stage: it must end within ``timeout`` seconds from now."""
+        self.due = due = monotonic() + timeout
+        self.stage = stage
+        self.stuck_at = due + self.grace
+        if self.first_cancel is not None:
+            self.first_cancel = None
         if self.watched:
-            self.deadline = monotonic() + timeout
+            self.deadline = due
         else:
             self.cancel_scope.deadline = anyio.current_time() + timeout
+
+    def next_stage(self, timeout: float, stage: str) -> None:
+        """
+        End a stage that returned by itself, which may still have overrun its
+        deadline (sync code that blocks the event loop is never cancelled), and
+        start the next one.
+
+        :raises _Late: if the stage ended after its deadline.
+        """
+        now = monotonic()
+        if now > self.due:
+            raise _Late(now - self.due + timeout)
+        self.due = due = now + timeout
+        self.stage = stage
+        self.stuck_at = due + self.grace
+        if self.watched:
+            self.deadline = due
+        else:
+            self.cancel_scope.deadline = anyio.current_time() + timeout
+
+    def check(self, timeout: float) -> None:
+        """
+        End the last stage of a case, which may have returned after its deadline.
+
+        :raises _Late: if the stage ended after its deadline.
+        """
+        now = monotonic()
+        if now > self.due:
+            raise _Late(now - self.due + timeout)
 
     def disarm(self) -> bool:
         """
@@ -119,10 +174,43 @@ class _Lane:
         cleanup, which that deadline may cancel the scope during (shielded, so
         harmlessly): the run of one case ends with that case.
         """
+        self.stuck_at = None
+        if self.pending:
+            self.settle()  # an exception raised into the thread as the stage ended
         if self.watched:
             self.deadline = None
             return self.fired
         return self.cancel_scope.cancel_called
+
+    def overrun(self, error: BaseException | None, timeout: float, cancelled: bool) -> str:
+        """
+        Say how the stage that overran ran over, for its reason: `` (ran 3.0s; ...)``.
+
+        :param cancelled: whether its deadline cancelled it.
+        """
+        if type(error) is _Late:
+            # Returned late by itself: it ran sync code that held the event loop,
+            # or it waited where its cancellation did not reach.
+            how = "it did not answer its cancellation" if cancelled else _BLOCKED
+            return f" (ran {error.ran:.1f}s; {how})"
+        if type(error) is StageStuck:
+            ran = monotonic() - self.due + timeout
+            return f" (ran {ran:.1f}s; {stuck_detail(error)})"
+        if self.first_cancel is not None and self.where:
+            return f" (cancelled in {self.where})"
+        return ""
+
+
+class _Late(Exception):
+    """A stage returned after its deadline; ``ran`` is how long it took."""
+
+    def __init__(self, ran: float) -> None:
+        super().__init__(ran)
+        self.ran = ran
+
+
+_OVERRUNS: Final = (_Late, StageStuck)
+_BLOCKED: Final = "sync code blocked the event loop"
 
 
 async def _watch(lanes: list[_Lane], timeout: float) -> None:
@@ -166,6 +254,7 @@ class RunPlan(Generic[API]):
         "operations",
         "probe",
         "record",
+        "release",
         "timeout",
     )
 
@@ -177,14 +266,17 @@ class RunPlan(Generic[API]):
         *,
         reject_vacuous: bool = False,
         probe_unsupported: bool = False,
+        keep_tracebacks: bool = False,
     ) -> None:
         planned, self.coverage = _check_definitions(implementation, suite)
         self.record = reject_vacuous
+        # Let go of the frames of the exceptions a report keeps, unless asked not to.
+        self.release = not keep_tracebacks
         self.probe = probe_unsupported
         self.operations = (
             api_operations(_api_type(implementation.feature)) if reject_vacuous else None
         )
-        self.timeout = check_timeout(timeout)
+        self.timeout = stage_timeout(timeout, implementation)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
         self.create = implementation.create
@@ -265,12 +357,42 @@ class Execution(Generic[API]):
             plan.feature_id,
             plan.name,
             tuple(cast("list[CaseResult]", self.results)),
-            tuple(self.late_errors()),
+            tuple(self._released(self.late_errors())),
             unexercised,
         )
 
+    def _released(self, errors: list[BaseException]) -> list[BaseException]:
+        if self.plan.release:
+            for error in errors:
+                release_frames(error)
+        return errors
+
     def finished(self) -> list[CaseResult]:
         return [result for result in self.results if result is not None]
+
+    def stuck_report(self, stuck: Watch) -> ContractReport:
+        """
+        What a run that is stuck beyond interruption has judged: every result so
+        far, and the stuck case failed; the cases not reached are left out.
+
+        Called from the watchdog thread while the run cannot go on, by the command
+        line, which then writes it and exits.
+        """
+        plan = self.plan
+        error = TimeoutError(
+            f"feature {plan.feature_id!r}, case {stuck.case_id!r}: stage {stuck.stage!r} "
+            f"exceeded the {stuck.timeout or 0:g}s deadline and is stuck: it could not be "
+            f"interrupted, and the run was stopped"
+        )
+        if stuck.stack:
+            error.add_note(f"where it was stuck:\n{stuck.stack}")
+        results = []
+        for case_id, result in zip(self.case_ids, list(self.results), strict=True):
+            if result is not None:
+                results.append(result)
+            elif case_id == stuck.case_id:
+                results.append(CaseResult(case_id, CaseStatus.FAILED, str(error), error))
+        return ContractReport(plan.feature_id, plan.name, tuple(results), tuple(self.late_errors()))
 
     async def run(self, max_concurrency: int) -> None:
         plan = self.plan
@@ -288,29 +410,76 @@ class Execution(Generic[API]):
         queue = enumerate(case_ids)
         timeout = plan.timeout
         watched = len(case_ids) > 1
-        lanes = [_Lane(watched=watched) for _ in range(min(max_concurrency, len(case_ids)))]
-        async with anyio.create_task_group() as task_group:
-            self.spawner = task_group
-            if watched and timeout is not None:
-                task_group.start_soon(_watch, lanes, timeout)
-            if len(lanes) == 1:
-                await self._work(lanes[0], queue, task_group)
-            else:
-                async with anyio.create_task_group() as workers:
-                    for lane in lanes:
-                        workers.start_soon(self._work, lane, queue, task_group)
-            if (watched and timeout is not None) or self.stragglers:
-                # Stop the watchdog, and background work that outlived its join.
-                # Only then: a cancellation costs more than a case.
-                task_group.cancel_scope.cancel()
+        lanes = [
+            _Lane(timeout, watched=watched) for _ in range(min(max_concurrency, len(case_ids)))
+        ]
+        signals = _Signals.install(self)
+        try:
+            if timeout is not None:
+                for lane in lanes:
+                    lane.__enter__()  # watched by the last-resort thread from now on
+                    lane.interrupt = None if signals is None else signals.interrupt
+            async with anyio.create_task_group() as task_group:
+                self.spawner = task_group
+                if watched and timeout is not None:
+                    task_group.start_soon(_watch, lanes, timeout)
+                if len(lanes) == 1:
+                    if timeout is None:
+                        await self._take_cases(lanes[0], queue, task_group)
+                    else:
+                        await self._work(lanes[0], queue, task_group)
+                else:
+                    async with anyio.create_task_group() as workers:
+                        for lane in lanes:
+                            workers.start_soon(self._work, lane, queue, task_group)
+                if (watched and timeout is not None) or self.stragglers:
+                    # Stop the watchdog, and background work that outlived its join.
+                    # Only then: a cancellation costs more than a case.
+                    task_group.cancel_scope.cancel()
+        finally:
+            if timeout is not None:
+                for lane in lanes:
+                    lane.__exit__()
+            if signals is not None:
+                signals.restore()
         if self.interrupt is not None:
             raise self.interrupt
+
+    def stop(self) -> None:
+        """Stop the run for Ctrl-C: cancel the cases in flight, then raise KeyboardInterrupt."""
+        if self.interrupt is None:
+            self.interrupt = KeyboardInterrupt()
+        self.spawner.cancel_scope.cancel()
+
+    def _note(self, case_id: str, errors: Iterable[BaseException | None]) -> None:
+        """Keep the failures seen while the run stops in the notes of its interrupt."""
+        interrupt = self.interrupt
+        if interrupt is None:
+            return
+        for error in errors:
+            if error is not None and error is not interrupt:
+                interrupt.add_note(f"case {case_id!r}: {describe_error(error)}")
 
     def _unsupported(self, index: int, case_id: str) -> None:
         reason = cast("Unsupported", self.plan.coverage[case_id]).reason
         self.results[index] = case_result(case_id, CaseStatus.UNSUPPORTED, reason)
 
     async def _work(
+        self,
+        lane: _Lane,
+        queue: Iterator[tuple[int, str]],
+        task_group: TaskGroup,
+    ) -> None:
+        if lane.timeout is None:
+            await self._take_cases(lane, queue, task_group)
+            return
+        # Under deadlines, the lane's stages can be interrupted from outside:
+        # a stage that ignores its cancellation gets StageStuck thrown in instead.
+        lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
+        lane.wake = _waker()
+        await interruptible(coroutine, lane)
+
+    async def _take_cases(
         self,
         lane: _Lane,
         queue: Iterator[tuple[int, str]],
@@ -358,6 +527,8 @@ class Execution(Generic[API]):
         record = plan.record
         spawner = self.spawner
         passed = CaseStatus.PASSED
+        if timeout is not None:
+            lane.frame = sys._getframe()  # on the thread's stack while a stage runs
         for index, case_id in queue:
             declared: str | None = None
             marker = coverage[case_id]
@@ -373,7 +544,9 @@ class Execution(Generic[API]):
             stage = "create"
             started = perf_counter()
             if timeout is not None:
-                lane.arm(timeout)
+                scope._watch = lane
+                lane.case_id = case_id
+                lane.arm(timeout, stage)
             try:
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an
@@ -382,36 +555,50 @@ class Execution(Generic[API]):
                     created = await created
                 stage = "case"
                 if timeout is not None:
-                    lane.arm(timeout)
+                    lane.next_stage(timeout, stage)
                 if record:
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
                 outcome = function(created)
                 if outcome is not None:
                     await outcome
+                if timeout is not None:
+                    lane.stuck_at = None  # no call before: nothing may interrupt it
+                    lane.check(timeout)
             except BaseException as exc:
+                lane.stuck_at = None  # first: the watchdog interrupts only the stage
                 error = exc
-            overran = timeout is not None and lane.disarm()
+            overran: str | None = None
+            if timeout is not None:
+                cancelled = lane.disarm()
+                if cancelled or type(error) in _OVERRUNS:
+                    # Read now: the cleanups rearm the lane.
+                    overran = lane.overrun(error, timeout, cancelled)
             cleanup_errors = await scope._close()
             duration = perf_counter() - started
-            spent = overran
+            spent = overran is not None
             if scope._awaited:
                 # Closing awaited: it joined background work or ran async cleanups.
                 if scope._background is not None and scope._background.outlived:
                     self.stragglers.append((scope, len(cleanup_errors)))
-                if not overran:
+                if overran is None:
                     # The cleanups ran shielded. An outside cancellation that
                     # arrived meanwhile is honoured now, unless the lane's own
                     # deadline passed (only a run of one case keeps it armed then).
                     spent = lane.cancel_scope.cancel_called
                     if not spent:
                         await anyio.lowlevel.checkpoint_if_cancelled()
-            if error is None and not cleanup_errors and not overran and recorder is None:
+            if error is None and not cleanup_errors and overran is None and recorder is None:
                 result = case_result(case_id, passed, None, None, (), duration)
             else:
+                if stage == "case" and error is not None and _none(created):
+                    # A forgotten return in create(): say so, not only what the case hit.
+                    stage = "case on None"
                 result = await self._conclude(
                     case_id, stage, error, cleanup_errors, duration, overran, recorder
                 )
+                if plan.release:
+                    _release(result)
             results[index] = result if declared is None else _probed(result, declared)
             if spent:
                 return False
@@ -424,33 +611,47 @@ class Execution(Generic[API]):
         error: BaseException | None,
         cleanup_errors: list[BaseException],
         duration: float,
-        overran: bool,
+        overran: str | None,
         recorder: CallRecorder | None,
     ) -> CaseResult:
         """
         The result of a case that did not simply pass, or whose calls were
         recorded; an interrupt or a real cancellation is raised instead.
+
+        :param overran: when a stage overran its deadline, how, for the reason.
         """
         if recorder is not None:
             self.called.update(recorder.names())
-        if error is None and not cleanup_errors and not overran:
+        if error is None and not cleanup_errors and overran is None:
             if recorder is not None and not recorder.calls:
                 return CaseResult(
                     case_id, CaseStatus.FAILED, "vacuous: the case never called the API",
                     duration=duration,
                 )  # fmt: skip
             return case_result(case_id, CaseStatus.PASSED, None, None, (), duration)
-        interrupts = [exc for exc in cleanup_errors if not isinstance(exc, Exception)]
-        if interrupts:
-            raise BaseExceptionGroup(f"cleanup of case {case_id!r} was interrupted", interrupts)
-        if overran:
+        # KeyboardInterrupt alone stops the run: as itself, once this case's
+        # cleanups have run, with the case's other failures in its notes. Any
+        # other BaseException (SystemExit, GeneratorExit...) fails the case, as
+        # pytest fails a test that raises it.
+        interrupt = next(
+            (exc for exc in (error, *cleanup_errors) if isinstance(exc, KeyboardInterrupt)), None
+        )
+        if interrupt is not None:
+            if self.interrupt is None:
+                self.interrupt = interrupt
+            self._note(case_id, (error, *cleanup_errors))
+            raise interrupt
+        if overran is not None:
+            stuck = error if type(error) is StageStuck else None
             if error is not None:
                 _trim_traceback(error)
             timeout = self.plan.timeout
             error = TimeoutError(
                 f"feature {self.plan.feature_id!r}, case {case_id!r}: stage {stage!r} "
-                f"exceeded the {timeout or 0:g}s deadline"
+                f"exceeded the {timeout or 0:g}s deadline{overran}"
             ).with_traceback(None)
+            if stuck is not None:
+                error.add_note(f"where it was stuck:\n{_stack_of(stuck)}")
             return CaseResult(
                 case_id, CaseStatus.FAILED, str(error), error, tuple(cleanup_errors), duration
             )
@@ -458,12 +659,137 @@ class Execution(Generic[API]):
             # A real cancellation is delivered again here and ends the run. A
             # cancellation exception the code under test raised on its own (a
             # library bug, or a stale one re-raised) is that case's failure.
+            self._note(case_id, cleanup_errors)
             await anyio.lowlevel.checkpoint_if_cancelled()
             if _natively_cancelled():
                 raise error
-        elif error is not None and not isinstance(error, Exception):
-            raise error  # an interrupt: never a case outcome
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
+
+
+def _stack_of(error: BaseException) -> str:
+    """The innermost frames of an exception's traceback, formatted."""
+    import traceback  # only where an error is described
+
+    return format_frames(traceback.extract_tb(error.__traceback__))
+
+
+def _waker() -> Callable[[Watch, float], None] | None:
+    """
+    On asyncio, a function the watchdog thread calls to wake the current task
+    where no cancellation reaches it (a shielded wait, a thread it waits for),
+    so that it gets StageStuck; ``None`` on trio, which has no such means.
+    """
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio
+        return None
+    task = asyncio.current_task()
+    if task is None:
+        return None
+
+    def wake_task(watch: Watch, due: float) -> None:
+        if watch.due == due and watch.stuck_at is not None and watch.stage != "cleanup":
+            watch.forced = True
+            task.cancel()
+
+    def wake(watch: Watch, due: float) -> None:
+        loop.call_soon_threadsafe(wake_task, watch, due)
+
+    return wake
+
+
+_MAIN_THREAD: Final = threading.main_thread().ident
+
+
+@final
+class _Signals:
+    """
+    The SIGINT handler of a run on the main thread, through which the watchdog
+    thread interrupts sync code that blocks the event loop: a signal ends a
+    blocking call (``time.sleep``, ``Lock.acquire``, a read) where an exception
+    raised from another thread waits for it to return. Any other SIGINT goes to
+    the handler the run found.
+    """
+
+    __slots__ = ("call_soon", "execution", "handle", "pending", "pressed", "previous")
+
+    def __init__(
+        self,
+        previous: Callable[[int, FrameType | None], Any],
+        execution: Execution[Any],
+        call_soon: Callable[[Callable[[], object]], object],
+    ) -> None:
+        self.previous = previous
+        self.execution = execution
+        self.call_soon = call_soon
+        self.pending: tuple[Watch, float] | None = None
+        self.pressed = False  # Ctrl-C was pressed once
+        self.handle = self._handle  # one bound method, to know it again
+
+    @classmethod
+    def install(cls, execution: Execution[Any]) -> _Signals | None:
+        """Install the handler; ``None`` off the main thread, or over a handler not in Python."""
+        if threading.get_ident() != _MAIN_THREAD:
+            return None
+        previous = _signal.getsignal(_SIGINT)
+        if not callable(previous):
+            return None
+        signals = cls(previous, execution, _call_soon_threadsafe())
+        _signal.signal(_SIGINT, signals.handle)
+        return signals
+
+    def restore(self) -> None:
+        if _signal.getsignal(_SIGINT) is self.handle:
+            _signal.signal(_SIGINT, self.previous)
+
+    def interrupt(self, watch: Watch, due: float) -> None:
+        """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
+        self.pending = (watch, due)
+        kill = getattr(_signal, "pthread_kill", None)  # not on Windows
+        if kill is not None and _signal.getsignal(_SIGINT) is self.handle:
+            kill(_MAIN_THREAD, _SIGINT)
+        else:  # the code under test replaced the handler
+            self.pending = None
+            raise_in_thread(watch, due)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        pending = self.pending
+        if pending is None:
+            # Ctrl-C. The first stops the run: the cases in flight are cancelled,
+            # their cleanups run, shielded and under their deadlines, and then the
+            # run raises KeyboardInterrupt. The second stops at once.
+            if self.pressed:
+                raise KeyboardInterrupt
+            self.pressed = True
+            self.call_soon(self.execution.stop)  # not from here: the loop may be mid-step
+            return
+        self.pending = None
+        watch, due = pending
+        if watch.due != due or watch.stuck_at is None:
+            return  # the stage ended meanwhile
+        while frame is not None:
+            if frame is watch.frame:
+                raise watch.stuck()
+            frame = frame.f_back
+
+
+_CallSoon = Callable[[Callable[[], object]], object]
+
+
+def _call_soon_threadsafe() -> _CallSoon:
+    """How to run a function on the running event loop from a signal handler or a thread."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            return cast("_CallSoon", asyncio.get_running_loop().call_soon_threadsafe)
+        except RuntimeError:  # not on asyncio
+            pass
+    import trio  # on trio, then
+
+    return cast("_CallSoon", trio.lowlevel.current_trio_token().run_sync_soon)
 
 
 def _natively_cancelled() -> bool:
@@ -488,6 +814,19 @@ def _probed(result: CaseResult, declared: str) -> CaseResult:
     return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
 
 
+def _none(api: object) -> bool:
+    """Whether ``create`` returned ``None``: the API, or the recording proxy's target."""
+    return api is None or getattr(api, "_conformkit_target", False) is None
+
+
+def _release(result: CaseResult) -> None:
+    """Keep the tracebacks of a result's exceptions as text, letting their frames go."""
+    if result.error is not None:
+        release_frames(result.error)
+    for error in result.cleanup_errors:
+        release_frames(error)
+
+
 def _failed_result(
     case_id: str,
     stage: str,
@@ -497,13 +836,15 @@ def _failed_result(
 ) -> CaseResult:
     """The result of a case that ended in an error or a failed cleanup."""
     if error is None:
-        first = format_error(cleanup_errors[0])
+        first = describe_error(cleanup_errors[0])
         more = f" (and {len(cleanup_errors) - 1} more)" if len(cleanup_errors) > 1 else ""
         reason = f"case {case_id!r} failed in cleanup: {first}{more}"
         return CaseResult(case_id, CaseStatus.FAILED, reason, None, cleanup_errors, duration)
     _trim_traceback(error)
     where = " in create()" if stage == "create" else ""
-    reason = f"{format_error(error)}{_location(error)}"
+    reason = f"{describe_error(error)}{_location(error)}"
+    if stage == "case on None":
+        reason = f"create() returned None (a forgotten return?), and the case raised {reason}"
     if isinstance(error, anyio.get_cancelled_exc_class()):
         reason = (
             f"{type(error).__name__} raised with no cancellation under way, a stray or "
@@ -534,15 +875,17 @@ def _failed_result(
 
 def _trim_traceback(error: BaseException) -> None:
     """Drop conformkit's own frames from the front of ``error``'s traceback."""
+
     tb: TracebackType | None = error.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename in _HOST_FILES:
         tb = tb.tb_next
-    if tb is not None:
-        error.__traceback__ = tb
+    # None when conformkit raised it itself: no frame of the code under test.
+    error.__traceback__ = tb
 
 
 def _location(error: BaseException) -> str:
     """`` (at file:line in function)`` for the first frame of the error's traceback."""
+
     tb = error.__traceback__
     if tb is None:
         return ""
@@ -568,6 +911,7 @@ async def run_contract(
     max_concurrency: int = 1,
     reject_vacuous: bool = False,
     probe_unsupported: bool = False,
+    keep_tracebacks: bool = False,
 ) -> ContractReport:
     """
     Run every case of ``suite`` against ``implementation`` and report the outcome.
@@ -588,6 +932,11 @@ async def run_contract(
         ``unsupported``; one that passes is marked ``stale`` ("declared
         unsupported but passed"), which ``assert_contract(reject_stale=True)``
         rejects.
+    :param keep_tracebacks: keep the live tracebacks of the exceptions in the
+        report, frames and local variables included, for a debugger. By default
+        a report keeps each exception with its traceback as text (its
+        ``to_dict()``), and lets its frames go: a report of many failures would
+        otherwise keep every failing case's local variables alive.
     :raises ContractDefinitionError: before anything runs, if the suite and the
         implementation do not belong to the same feature, the suite lacks a case
         or the coverage is incomplete.
@@ -598,6 +947,7 @@ async def run_contract(
         timeout,
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
+        keep_tracebacks=keep_tracebacks,
     )
     execution = await plan.run(plan.case_ids, _check_concurrency(max_concurrency))
     return execution.report()
@@ -628,6 +978,7 @@ def run_contract_sync(
     max_concurrency: int = 1,
     reject_vacuous: bool = False,
     probe_unsupported: bool = False,
+    keep_tracebacks: bool = False,
 ) -> ContractReport:
     """
     :func:`run_contract` from synchronous code, on an event loop of its own.
@@ -643,6 +994,7 @@ def run_contract_sync(
         max_concurrency=max_concurrency,
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
+        keep_tracebacks=keep_tracebacks,
     )
     return anyio.run(runner, backend=backend)
 
@@ -734,7 +1086,11 @@ def contract_cases(
         :exc:`LawViolation`.
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
-    plan = RunPlan(implementation, suite, timeout, reject_vacuous=reject_vacuous)
+    # Each case's error is raised at once, to a test runner or a debugger that
+    # wants its frames: its traceback stays live.
+    plan = RunPlan(
+        implementation, suite, timeout, reject_vacuous=reject_vacuous, keep_tracebacks=True
+    )
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
 
 

@@ -7,21 +7,22 @@ import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, TypeVarTuple, cast, final
+from time import monotonic
+from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, TypeVarTuple, cast, final
 
 import anyio
 
+from ._explain import describe_error
 from ._feature import API
-from ._implementation import declared_feature
-from ._util import callable_name, check_timeout
+from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from ._implementation import declared_feature, stage_timeout
+from ._util import callable_name
+from ._watchdog import Guard, StageStuck, Watch, interruptible, stuck_detail
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._implementation import FeatureImplementation
-
-DEFAULT_TIMEOUT: Final = 60.0
-"""Seconds each stage (create, case, each cleanup) may take unless told otherwise."""
 
 _CleanupT = TypeVar("_CleanupT", bound=Callable[[], object])
 _PosArgsT = TypeVarTuple("_PosArgsT")
@@ -66,6 +67,7 @@ class FeatureScope:
         "_spawner",
         "_state",
         "_timeout",
+        "_watch",
     )
 
     def __init__(
@@ -90,6 +92,9 @@ class FeatureScope:
         # Whether closing awaited (shielded) anything: an outside cancellation
         # that arrived meanwhile is still pending, and the host must honour it.
         self._awaited = False
+        # The runner's lane, which the watchdog thread watches: each cleanup is a
+        # stage it may interrupt. None outside a run.
+        self._watch: Watch | None = None
 
     def __repr__(self) -> str:
         return f"<FeatureScope {self._where()} {self._state.value}>"
@@ -140,9 +145,12 @@ class FeatureScope:
         """
         Start background work that the scope owns.
 
-        When the scope closes, the work is cancelled and waited for before any
-        cleanup runs. An exception it raises is reported with the cleanup
-        failures of the scope (and so fails the case it belongs to).
+        As with a task group's ``start_soon``, the function always starts, even
+        when the scope closes before it got to run: it then sees the cancellation
+        at its first checkpoint. When the scope closes, the work is cancelled and
+        waited for before any cleanup runs. An exception it raises is reported
+        with the cleanup failures of the scope (and so fails the case it belongs
+        to).
 
         :raises RuntimeError: if the scope has started closing.
         """
@@ -158,12 +166,27 @@ class FeatureScope:
         background = self._background
         assert background is not None
         try:
-            if self._state is not _OPEN:
-                return  # closed before the task got to run: nothing to start
             with anyio.CancelScope() as cancel_scope:
+                if self._state is not _OPEN:
+                    # Closing began before the task got to run. As in a task group,
+                    # the work starts all the same, and sees the cancellation at its
+                    # first checkpoint: its try/finally always runs.
+                    cancel_scope.cancel()
                 background.scopes.add(cancel_scope)
                 try:
-                    await function(*args)
+                    if self._timeout is None:
+                        await function(*args)
+                    else:
+                        # Work that ignores the join's cancellation past its deadline
+                        # gets StageStuck instead, so that it ends.
+                        guard = Guard(math.inf, 0.0)
+                        background.guards.add(guard)
+                        try:
+                            await interruptible(function(*args), guard)
+                        finally:
+                            background.guards.discard(guard)
+                except StageStuck as stuck:
+                    background.interrupted = stuck_detail(stuck)
                 except Exception as exc:
                     background.errors.append(exc)
                     if background.outlived:
@@ -197,16 +220,45 @@ class FeatureScope:
                 self._closing.set()
             if self._background is not None:
                 await self._join_background(self._background, errors)
+            timeout = self._timeout
+            watch = self._watch
             cleanups = self._cleanups
+            # Each cleanup is a stage: one that returns after its deadline fails
+            # too, sync code included, though nothing could cancel it.
+            begun = monotonic() if timeout is not None and cleanups else 0.0
+            if watch is not None:
+                watch.stage = "cleanup"
             while cleanups:
                 cleanup = cleanups.pop()
+                detail: str | None = None  # how it overran, when that is known
+                if watch is not None:
+                    # Each cleanup is a stage the watchdog thread may interrupt.
+                    watch.due = due = begun + _deadline(timeout)
+                    watch.first_cancel = None
+                    watch.stuck_at = due + watch.grace
                 try:
                     result = cleanup()
                     if result is not None and inspect.isawaitable(result):
                         self._awaited = True
-                        await self._await_cleanup(cleanup, result)
+                        detail = await self._await_cleanup(result)
+                    if watch is not None:
+                        watch.stuck_at = None  # no call before: nothing may interrupt it
+                except StageStuck as stuck:
+                    if watch is not None:
+                        watch.stuck_at = None
+                    detail = stuck_detail(stuck)
                 except BaseException as exc:
+                    if watch is not None:
+                        watch.stuck_at = None
                     errors.append(exc)
+                if watch is not None and watch.pending:
+                    watch.settle()
+                if timeout is not None:
+                    ended = monotonic()
+                    if detail is not None or ended - begun > timeout:
+                        what = f"cleanup {callable_name(cleanup)}"
+                        errors.append(self._overrun(what, ended - begun, detail))
+                    begun = ended
         finally:
             self._state = _CLOSED
             if self._closed is not None:
@@ -214,46 +266,106 @@ class FeatureScope:
         return errors
 
     async def _join_background(self, background: _Background, errors: list[BaseException]) -> None:
+        late: TimeoutError | None = None
         if background.live:
             self._awaited = True
             # Made only now: work may start and finish many times before closing.
             background.done = done = anyio.Event()
             for cancel_scope in background.scopes:
                 cancel_scope.cancel()
-            with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
+            begun = monotonic()
+            timeout = self._timeout
+            with anyio.move_on_after(_deadline(timeout), shield=True) as deadline:
                 await done.wait()
-            background.outlived = deadline.cancelled_caught
+            outlived = deadline.cancelled_caught
+            if outlived and timeout is not None:
+                # Work that swallows its cancellation is cancelled again at its next
+                # step: it gets StageStuck then, and ends. Give it a moment to.
+                now = monotonic()
+                for guard in background.guards:
+                    guard.due = now
+                with anyio.move_on_after(min(timeout, 1.0), shield=True) as grace:
+                    await done.wait()
+                outlived = grace.cancelled_caught
+            background.outlived = outlived
+            background.overran = deadline.cancelled_caught
+            ran = monotonic() - begun
+            if timeout is not None and ran > timeout and not deadline.cancelled_caught:
+                late = self._overrun("the join of background work", ran, None)
         errors.extend(background.errors)  # work that failed before closing, too
-        if background.outlived:
+        if background.overran:
+            how = "" if background.interrupted is None else f"; {background.interrupted}"
             errors.append(
                 TimeoutError(
                     f"{self._where()}: background work did not finish within "
-                    f"{self._timeout:g}s of being cancelled (stage 'cleanup')"
+                    f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
                 )
             )
+        elif late is not None:
+            errors.append(late)
 
-    async def _await_cleanup(self, cleanup: object, result: Awaitable[object]) -> None:
-        with anyio.move_on_after(_deadline(self._timeout), shield=True) as deadline:
-            await result
-        if deadline.cancelled_caught:
-            raise TimeoutError(
-                f"{self._where()}: cleanup {callable_name(cleanup)} exceeded the "
-                f"{self._timeout:g}s deadline (stage 'cleanup')"
-            )
+    def _overrun(self, what: str, ran: float, detail: str | None) -> TimeoutError:
+        """
+        The failure of a part of closing that took longer than the stage deadline.
+
+        :param detail: how it overran, when known; ``None`` for a stage that
+            returned late by itself, which sync code blocking the loop explains.
+        """
+        if detail is None:
+            detail = f"ran {ran:.1f}s; sync code blocked the event loop"
+        elif detail and not detail.startswith("cancelled"):
+            detail = f"ran {ran:.1f}s; {detail}"  # it was interrupted
+        return TimeoutError(
+            f"{self._where()}: {what} exceeded the {self._timeout:g}s deadline "
+            f"(stage 'cleanup'{'; ' + detail if detail else ''})"
+        )
+
+    async def _await_cleanup(self, result: Awaitable[object]) -> str | None:
+        """
+        Await an async cleanup under the deadline; return how it overran, if the
+        deadline cancelled it: ``""``, or where it was when it was interrupted.
+
+        A cleanup that ignores the cancellation is interrupted: it gets
+        :class:`StageStuck` instead of the next cancellation, ``grace`` seconds on.
+        """
+        timeout = self._timeout
+        if timeout is None:
+            with anyio.CancelScope(shield=True):
+                await result
+            return None
+        guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
+        with anyio.move_on_after(timeout, shield=True) as deadline:
+            await interruptible(result, guard)
+        if not deadline.cancelled_caught:
+            return None
+        return f"cancelled in {guard.where}" if guard.where else ""
 
 
 @final
 class _Background:
     """The background work of one scope: how many tasks live, their scopes and errors."""
 
-    __slots__ = ("done", "errors", "live", "outlived", "scopes")
+    __slots__ = (
+        "done",
+        "errors",
+        "guards",
+        "interrupted",
+        "live",
+        "outlived",
+        "overran",
+        "scopes",
+    )
 
     def __init__(self) -> None:
         self.live = 0
-        self.outlived = False  # the join's deadline passed with work still running
+        self.overran = False  # the join's deadline passed with work still running
+        self.outlived = False  # ... and the work did not end even when interrupted
         self.scopes: set[anyio.CancelScope] = set()
+        self.guards: set[Guard] = set()
         self.errors: list[BaseException] = []
         self.done: anyio.Event | None = None
+        # How work that ignored its cancellation was stuck, once interrupted.
+        self.interrupted: str | None = None
 
 
 def _deadline(timeout: float | None) -> float:
@@ -268,13 +380,39 @@ async def create_api(implementation: FeatureImplementation[API, Any], scope: Fea
     except BaseException as exc:
         rollback_errors = await scope._close()
         if rollback_errors:
-            raise BaseExceptionGroup(
+            raise_together(
                 f"create() of {type(implementation).__qualname__} failed and so did "
                 f"{len(rollback_errors)} rollback cleanup(s)",
                 [exc, *rollback_errors],
-            ) from None
+            )
         raise
     return cast("API", api)
+
+
+def raise_together(message: str, errors: list[BaseException]) -> NoReturn:
+    """
+    Raise several failures as one: an exception group of them, but a
+    BaseException other than a cancellation (``KeyboardInterrupt`` first, then
+    ``SystemExit`` and the like) propagates as itself, the others in its notes.
+    """
+    cancelled = anyio.get_cancelled_exc_class()
+    escalated: BaseException | None = None
+    for error in errors:
+        if isinstance(error, Exception | cancelled):
+            continue
+        if isinstance(error, KeyboardInterrupt):
+            escalated = error
+            break
+        if escalated is None:
+            escalated = error
+    if escalated is None:
+        raise BaseExceptionGroup(message, errors) from None
+    notes = getattr(escalated, "__notes__", [])
+    for error in errors:
+        note = f"{message}: {describe_error(error)}"
+        if error is not escalated and note not in notes:  # raised again: noted once
+            escalated.add_note(note)
+    raise escalated
 
 
 @final
@@ -314,9 +452,7 @@ class Session(Generic[API]):
         """
         errors = await self._scope._close()
         if errors:
-            raise BaseExceptionGroup(
-                f"{len(errors)} cleanup(s) of {self._scope._where()} failed", list(errors)
-            )
+            raise_together(f"{len(errors)} cleanup(s) of {self._scope._where()} failed", errors)
         # A cancellation that arrived while cleanups ran shielded.
         await anyio.lowlevel.checkpoint_if_cancelled()
 
@@ -335,14 +471,18 @@ async def open_feature(
 
     If ``create`` fails, what it registered is rolled back and the error re-raised.
     On exit, the session is disposed; if the body raised and a cleanup failed too,
-    both surface together in one exception group, the body's error first.
+    both surface together in one exception group, the body's error first. A
+    ``BaseException`` other than a cancellation (``KeyboardInterrupt``,
+    ``SystemExit``...) propagates as itself, after every cleanup ran, with the
+    other failures in its ``__notes__``.
 
-    :param timeout: seconds each async cleanup (and the join of background work)
-        may take; ``None`` disables the deadline.
+    :param timeout: seconds each cleanup (and the join of background work) may
+        take; by default, the implementation's own ``timeout``; ``None`` disables
+        the deadline.
     :raises ExceptionGroup: holding every cleanup failure, when any failed.
     """
-    timeout = check_timeout(timeout)
     feature = declared_feature(implementation)
+    timeout = stage_timeout(timeout, implementation)
     await anyio.lowlevel.checkpoint_if_cancelled()  # a sync create would not notice
     create_error: BaseException | None = None
     body_error: BaseException | None = None
@@ -369,8 +509,8 @@ async def open_feature(
     if cleanup_errors:
         where = f"{len(cleanup_errors)} cleanup(s) of {scope._where()} failed"
         if body_error is not None:
-            raise BaseExceptionGroup(where, [body_error, *cleanup_errors]) from None
-        raise BaseExceptionGroup(where, list(cleanup_errors))
+            raise_together(where, [body_error, *cleanup_errors])
+        raise_together(where, list(cleanup_errors))
     if body_error is not None:
         raise body_error
 

@@ -3,147 +3,432 @@ The last-resort watchdog: a thread that sees stages the event loop cannot stop.
 
 The runners' deadlines are kept by the event loop: a stage that overruns is
 cancelled. Two kinds of code escape that. Sync code that blocks the event loop's
-thread never lets the loop run, so nothing can cancel it; and a task that swallows
-its cancellation keeps running however often it is cancelled. A daemon thread,
-as pytest-timeout's thread method uses, watches every armed stage from outside
-the event loop. When a stage is still running ``grace`` seconds after its
-deadline, the thread takes the stack of the stuck code and:
+thread never lets the loop run, so nothing can cancel it; and a task that
+swallows its cancellation keeps running however often it is cancelled. A daemon
+thread, as pytest-timeout's thread method uses, watches every armed stage from
+outside the event loop. When a stage is still running ``grace`` seconds after
+its deadline, it is *stuck*:
 
-- if the event loop's thread is blocked in Python code, raises
-  :class:`StageStuck` in it (``PyThreadState_SetAsyncExc``), which the runner
-  reports as that stage's failure. A call into C that holds the thread (a
-  ``time.sleep``, a lock, a socket read without timeout) is interrupted only
-  when it returns, since Python checks for the exception between bytecodes;
-- otherwise (the loop runs, but the stage ignores its cancellation) calls the
-  watch's ``on_stuck`` callback with the stack, so the run can be stopped with
-  what it has judged so far: nothing hangs without saying where.
+- if the event loop's thread is running the stage's own code (sync code blocks
+  the loop), the thread is interrupted with :class:`StageStuck`: by a signal
+  when the loop runs on the main thread, which also ends a blocking call such
+  as ``time.sleep`` or ``Lock.acquire``; otherwise with
+  ``PyThreadState_SetAsyncExc``, which Python checks between bytecodes, so a
+  call into C is interrupted only when it returns;
+- if the loop runs but the stage ignores its cancellation, the stage is
+  interrupted from inside the loop: :func:`interruptible` throws
+  :class:`StageStuck` into it instead of the next cancellation, and on asyncio
+  the watchdog wakes a task that waits where no cancellation reaches it.
+
+A stage still stuck ``grace`` seconds after that could not be interrupted (a C
+call that holds the thread, a wait that nothing can wake): the watchdog hands it
+to the stuck hook with its stack, so nothing hangs without saying where.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-import traceback
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Generator
 from time import monotonic
-from types import CoroutineType, FrameType
-from typing import Final, final
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Final, final
 
-__all__ = ["StageStuck", "Watch", "coroutine_stack", "thread_stack"]
+import anyio
+
+if TYPE_CHECKING:
+    import traceback
+
+__all__ = [
+    "Guard",
+    "StageStuck",
+    "Watch",
+    "format_frames",
+    "frames_of",
+    "interruptible",
+    "raise_in_thread",
+    "set_stuck_hook",
+    "stuck_detail",
+    "summary",
+]
 
 _POLL: Final = 0.05
-"""Seconds between the thread's looks at the armed stages: its only cost while all is well."""
+"""Seconds between the thread's looks at the armed stages, while any run is watched."""
 _FRAMES: Final = 8
 """The most frames of a stuck stack a report shows, innermost last."""
+_PACKAGE: Final = os.path.dirname(os.path.abspath(__file__))
 
 
 class StageStuck(BaseException):
     """
-    Raised by the watchdog into a thread stuck in a stage past its deadline and grace.
+    Raised into a stage that is stuck past its deadline and grace.
 
     A :class:`BaseException`, so that ``except Exception`` in the stuck code does not
-    swallow it; the runner catches it at the stage and fails the case.
+    swallow it; the host catches it at the stage and fails the case.
+
+    :ivar how: how the stage was stuck, for its reason.
     """
 
+    def __init__(self, how: str = "sync code blocked the event loop") -> None:
+        super().__init__(f"stuck past its deadline: {how}; interrupted")
+        self.how = how
 
-@final
-class Watch:
+
+class Guard:
+    """
+    Turns the cancellations thrown into a stage past its deadline into
+    :class:`StageStuck` once the stage has ignored them for ``grace`` seconds.
+
+    Used through :func:`interruptible`, which calls :meth:`intercept` only when an
+    exception is thrown in: nothing on the way of a stage that is not cancelled.
+
+    :ivar due: when the stage must end, in monotonic seconds.
+    :ivar first_cancel: when the stage, past its deadline, was first cancelled;
+        ``where`` holds its innermost frames at that moment.
+    """
+
+    __slots__ = ("due", "first_cancel", "grace", "watch", "where")
+
+    def __init__(self, due: float, grace: float, watch: Guard | None = None) -> None:
+        self.due = due
+        self.grace = grace
+        self.first_cancel: float | None = None
+        self.where: str | None = None
+        # A watch that learns of the first cancellation too: the watchdog thread
+        # then knows that the loop runs, and the stage ignores it.
+        self.watch = watch
+
+    def intercept(self, exc: BaseException, coroutine: object) -> BaseException:
+        """The exception to throw into the guarded code instead of ``exc``."""
+        if not isinstance(exc, anyio.get_cancelled_exc_class()):
+            return exc
+        now = monotonic()
+        if now < self.due:
+            return exc  # the code's own cancellation, not the deadline's
+        if self.first_cancel is None:
+            self.first_cancel = now
+            if self.watch is not None:
+                self.watch.first_cancel = now
+            self.where = summary(frames_of(coroutine))
+            if self.grace > 0:
+                return exc
+        if now - self.first_cancel < self.grace:
+            return exc
+        return StageStuck("it ignored its cancellation")
+
+
+class Watch(Guard):
     """
     One stage at a time, watched from outside the event loop.
 
-    The runner arms it when a stage starts and disarms it when the stage ends; both
-    are attribute writes, cheap enough for every stage of every case.
+    The host arms it when a stage starts and disarms it when the stage ends; both
+    are attribute writes, cheap enough for every stage of every case. The
+    runner's lanes are watches.
 
-    :ivar deadline: the monotonic time after which the stage is stuck, or ``None``.
-    :ivar label: what is running, for the report: ``case 'c' (stage 'case')``.
-    :ivar cancelled: set by the event loop's own watchdog when it has cancelled the
-        stage; the loop ran then, so a stage still running later ignores cancellation
-        rather than blocking the loop.
-    :ivar stack: the stack of the stuck code, once the watchdog has fired.
+    :ivar stuck_at: the monotonic time after which the armed stage is stuck, or
+        ``None`` when no stage is armed.
+    :ivar due: when the armed stage must end; it also tells stages apart, so
+        that a look the watchdog took at one stage is never acted on at the next.
+    :ivar stage: the armed stage: ``"create"``, ``"case"`` or ``"cleanup"``; the
+        cancellations of a cleanup are not intercepted (each async cleanup is
+        guarded on its own).
+    :ivar frame: a frame that is on the event loop thread's stack exactly while
+        the watched code runs there.
+    :ivar coroutine: the watched code's coroutine, whose frames show where it
+        waits when it does not run.
+    :ivar stack: the stack of the stuck code, once the watchdog looked at it.
     """
 
     __slots__ = (
-        "cancelled",
+        "case_id",
         "coroutine",
-        "deadline",
-        "fired",
-        "label",
-        "on_stuck",
+        "forced",
+        "frame",
+        "interrupt",
+        "lock",
+        "pending",
         "stack",
+        "stage",
+        "stuck_at",
         "thread_id",
+        "timeout",
+        "wake",
     )
 
-    def __init__(self, on_stuck: Callable[[Watch], None] | None = None) -> None:
-        self.deadline: float | None = None
-        self.label = ""
-        self.cancelled = False
-        self.fired = False
+    def __init__(self, timeout: float | None) -> None:
+        # Time to answer a cancellation before the stage counts as stuck.
+        self.grace = 0.0 if timeout is None else min(timeout, 1.0)
+        self.due = 0.0
+        self.first_cancel: float | None = None
+        self.where: str | None = None
+        self.watch = None
+        self.timeout = timeout
+        self.stuck_at: float | None = None
+        self.stage = ""
+        self.case_id = ""
         self.stack: str | None = None
+        self.forced = False
+        self.pending = False  # an exception was raised into the thread, not yet seen
+        self.frame: FrameType | None = None
         self.coroutine: object = None
         self.thread_id = threading.get_ident()
-        self.on_stuck = on_stuck
+        self.lock: threading.Lock | None = None  # made by the watchdog, if it raises
+        # Set by the host: interrupt the event loop's thread (a signal), and wake
+        # a task that no cancellation reaches (asyncio); None when it cannot.
+        self.interrupt: Callable[[Watch, float], None] | None = None
+        self.wake: Callable[[Watch, float], None] | None = None
 
-    def arm(self, deadline: float, label: str, coroutine: object = None) -> None:
-        """Watch a stage that must end by ``deadline`` (monotonic seconds)."""
-        self.label = label
-        self.coroutine = coroutine
-        self.cancelled = self.fired = False
-        self.stack = None
-        self.deadline = deadline
+    def label(self) -> str:
+        """What is running, for a message: ``case 'c' (stage 'case')``."""
+        return f"case {self.case_id!r} (stage {self.stage!r})"
 
-    def disarm(self) -> None:
+    def stuck(self) -> StageStuck:
+        """The exception that interrupts the stage where its code runs."""
+        if self.first_cancel is not None:
+            # The loop ran, and cancelled it: it runs on because it ignores that.
+            return StageStuck("it ignored its cancellation")
+        return StageStuck()
+
+    def start(self, stage: str, due: float) -> None:
+        """Watch a stage that must end by ``due`` (monotonic seconds)."""
+        self.stage = stage
+        self.due = due
+        self.first_cancel = None
+        self.stuck_at = due + self.grace
+
+    def stop(self) -> None:
         """The stage ended; stop watching it."""
-        self.deadline = None
-        self.coroutine = None
+        self.stuck_at = None
+        if self.pending:
+            self.settle()
+
+    def settle(self) -> None:
+        """Withdraw an exception raised into the thread that it has not seen yet."""
+        lock = self.lock
+        assert lock is not None  # made before pending was set
+        while True:
+            try:
+                with lock:
+                    self.pending = False
+                    _set_async_exc(self.thread_id, None)
+            except StageStuck:
+                continue  # it arrived just now: withdrawn all the same
+            return
+
+    def intercept(self, exc: BaseException, coroutine: object) -> BaseException:
+        """
+        As :meth:`Guard.intercept`, while a stage is armed; and a stage that the
+        watchdog woke because no cancellation reached it gets :class:`StageStuck`.
+        """
+        if self.stuck_at is None or self.stage == "cleanup":
+            return exc
+        if self.forced and isinstance(exc, anyio.get_cancelled_exc_class()):
+            self.forced = False
+            _uncancel()
+            if self.first_cancel is not None:
+                return StageStuck("it ignored its cancellation")
+            return StageStuck("it waited where no cancellation reached it")
+        return super().intercept(exc, coroutine)
 
     def __enter__(self) -> Watch:
         _watchdog().add(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.deadline = None
+        self.stuck_at = None
         _watchdog().discard(self)
 
 
-def thread_stack(thread_id: int) -> str:
-    """The innermost frames of a thread's stack, formatted as a traceback shows them."""
-    frame = sys._current_frames().get(thread_id)
-    return _format_frames(frame)
+@types.coroutine
+def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
+    """
+    Await ``awaitable``, letting ``watch.intercept`` replace each exception thrown in.
+
+    asyncio throws an exception into a task's coroutine; trio sends it in, as an
+    ``outcome.Error`` that the innermost frame unwraps. Either is intercepted. A
+    step that carries no exception costs one type check. ``watch`` is anything
+    with ``intercept(exc, coroutine)``.
+    """
+    if isinstance(awaitable, types.CoroutineType | types.GeneratorType):
+        coroutine = awaitable
+    else:
+        coroutine = awaitable.__await__()
+    send = coroutine.send
+    throw = coroutine.throw
+    intercept = watch.intercept
+    # trio's resumption that carries an exception; trio imports `outcome`.
+    sent_error: Any = getattr(sys.modules.get("outcome"), "Error", _Never)
+    try:
+        yielded = send(None)
+    except StopIteration as stop:
+        return stop.value
+    value: Any
+    while True:
+        try:
+            value = yield yielded
+        except BaseException as exc:  # thrown in by the event loop: passed on, or replaced
+            try:
+                yielded = throw(intercept(exc, coroutine))
+            except StopIteration as stop:
+                return stop.value
+        else:
+            if type(value) is sent_error:
+                replaced = intercept(value.error, coroutine)
+                if replaced is not value.error:
+                    value = sent_error(replaced)
+            try:
+                yielded = send(value)
+            except StopIteration as stop:
+                return stop.value
 
 
-def coroutine_stack(coroutine: object) -> str:
-    """The innermost frames of a suspended coroutine's await chain."""
+@final
+class _Never:
+    """A type that no value sent into a coroutine has."""
+
+
+def _uncancel() -> None:
+    """Take back the ``Task.cancel()`` that woke the current asyncio task."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not on asyncio
+        return
+    if task is not None and task.cancelling():
+        task.uncancel()
+
+
+# -- stacks ------------------------------------------------------------------------------
+
+
+def frames_of(coroutine: object) -> list[traceback.FrameSummary]:
+    """The frames of a suspended coroutine's await chain, outermost first."""
+    import traceback  # only where an error is described
+
     frames: list[FrameType] = []
     current: object = coroutine
-    while isinstance(current, CoroutineType):
-        if current.cr_frame is None:
+    for _ in range(200):  # a chain is never this deep; a cycle would be
+        frame = getattr(current, "cr_frame", None) or getattr(current, "gi_frame", None)
+        if frame is None:
             break
-        frames.append(current.cr_frame)
-        current = current.cr_await
-    summary = traceback.StackSummary.extract(
-        ((frame, frame.f_lineno) for frame in frames), limit=None
-    )
-    return "".join(traceback.StackSummary.from_list(summary[-_FRAMES:]).format())
+        frames.append(frame)
+        inner = getattr(current, "cr_await", None)
+        current = inner if inner is not None else getattr(current, "gi_yieldfrom", None)
+    return list(traceback.StackSummary.extract((frame, frame.f_lineno) for frame in frames))
 
 
-def _format_frames(frame: FrameType | None) -> str:
+def thread_frames(thread_id: int) -> list[traceback.FrameSummary]:
+    """The frames a thread is running, outermost first."""
+    import traceback  # only where an error is described
+
+    frame = sys._current_frames().get(thread_id)
     if frame is None:
-        return ""
-    return "".join(traceback.format_stack(frame)[-_FRAMES:])
+        return []
+    return list(traceback.extract_stack(frame))
+
+
+def on_thread_stack(thread_id: int, wanted: FrameType | None) -> bool:
+    """Whether ``wanted`` is among the frames that a thread is running now."""
+    frame = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if frame is wanted:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def format_frames(frames: list[traceback.FrameSummary]) -> str:
+    """The innermost frames, formatted as a traceback shows them."""
+    import traceback  # only where an error is described
+
+    return "".join(traceback.StackSummary.from_list(frames[-_FRAMES:]).format())
+
+
+def _library_files() -> tuple[str, ...]:
+    """Folders whose frames say nothing about where the code under test was."""
+    folders = [os.path.join(_PACKAGE, name) for name in ("_runner.py", "_scope.py", "_watchdog.py")]
+    for name in ("asyncio", "anyio", "trio", "outcome"):
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            folders.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(folders)
+
+
+def stuck_detail(stuck: StageStuck) -> str:
+    """How a stage that was interrupted was stuck, and where: for its reason."""
+    import traceback  # only where an error is described
+
+    where = summary(traceback.extract_tb(stuck.__traceback__))
+    return f"{stuck.how}; interrupted in {where}" if where else f"{stuck.how}; interrupted"
+
+
+def summary(frames: list[traceback.FrameSummary], limit: int = 3) -> str:
+    """
+    Where the code under test was, on one line: its innermost frames, innermost
+    first, leaving out the event loop's and conformkit's own.
+    """
+    library = _library_files()
+    own = [frame for frame in frames if not frame.filename.startswith(library)]
+    shown = [
+        f"{frame.name} at {os.path.basename(frame.filename)}:{frame.lineno}"
+        for frame in reversed(own[-limit:])
+    ]
+    return " ← ".join(shown)
+
+
+# -- the thread ----------------------------------------------------------------------------
+
+
+def _print_stuck(watch: Watch) -> None:
+    sys.stderr.write(
+        f"conformkit: {watch.label()} is stuck past its {watch.timeout:g}s deadline and "
+        f"could not be interrupted; it is here:\n{watch.stack or '  (no stack)'}\n"
+    )
+    sys.stderr.flush()
+
+
+_stuck_hook: Callable[[Watch], None] = _print_stuck
+
+
+def set_stuck_hook(hook: Callable[[Watch], None] | None) -> None:
+    """
+    Call ``hook`` (in the watchdog's thread) with a stage that could not be
+    interrupted; ``None`` restores the default, which prints its stack to stderr.
+    """
+    global _stuck_hook
+    _stuck_hook = _print_stuck if hook is None else hook
 
 
 @final
 class _Watchdog:
-    """The one daemon thread of the process, started when the first watch is added."""
+    """
+    The one daemon thread of the process, started when the first watch is added.
+
+    It looks at the watches every :data:`_POLL` seconds, and sleeps until the next
+    one is added once it has seen none for a while: adding and discarding a watch,
+    which every run does, then only takes a lock.
+    """
 
     def __init__(self) -> None:
         self.watches: set[Watch] = set()
         self.lock = threading.Lock()
+        self.wake = threading.Event()  # set by add() while the thread sleeps
+        self.sleeping = False
         self.thread: threading.Thread | None = None
+        # What the thread did to each watch's stage: (its due, when to look again).
+        self.fired: dict[Watch, tuple[float, float]] = {}
 
     def add(self, watch: Watch) -> None:
         with self.lock:
             self.watches.add(watch)
+            if self.sleeping:
+                self.sleeping = False
+                self.wake.set()
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(
                     target=self.run, name="conformkit watchdog", daemon=True
@@ -153,39 +438,84 @@ class _Watchdog:
     def discard(self, watch: Watch) -> None:
         with self.lock:
             self.watches.discard(watch)
+            if self.fired:
+                self.fired.pop(watch, None)
 
     def run(self) -> None:
+        pause = threading.Event()
+        idle = 0
         while True:
-            threading.Event().wait(_POLL)
+            pause.wait(_POLL)
             now = monotonic()
             with self.lock:
-                due = [
-                    watch
-                    for watch in self.watches
-                    if watch.deadline is not None and watch.deadline <= now and not watch.fired
-                ]
-            for watch in due:
-                _fire(watch)
+                watches = list(self.watches)
+                if watches:
+                    idle = 0
+                else:
+                    idle += 1
+                    if idle * _POLL >= 1.0:  # a second without a run: sleep till the next
+                        self.sleeping = True
+                        self.wake.clear()
+            if self.sleeping:
+                self.wake.wait()
+                idle = 0
+                continue
+            for watch in watches:
+                stuck_at = watch.stuck_at
+                if stuck_at is None or now < stuck_at:
+                    continue
+                due = watch.due
+                fired = self.fired.get(watch)
+                if fired is None or fired[0] != due:
+                    self.fired[watch] = (due, now + watch.grace)
+                    _fire(watch, due)
+                elif now >= fired[1] > 0:
+                    self.fired[watch] = (due, 0.0)  # reported once
+                    _report(watch, due)
 
 
-def _fire(watch: Watch) -> None:
-    watch.fired = True
-    if not watch.cancelled:
-        # The event loop never ran to cancel the stage: its thread is blocked.
-        watch.stack = thread_stack(watch.thread_id)
-        if watch.deadline is not None:  # still armed: the stage has not ended meanwhile
-            _raise_in_thread(watch.thread_id, StageStuck)
-        return
-    watch.stack = coroutine_stack(watch.coroutine) or thread_stack(watch.thread_id)
-    if watch.on_stuck is not None:
-        watch.on_stuck(watch)
+def _fire(watch: Watch, due: float) -> None:
+    """A stage is stuck: interrupt it where it runs."""
+    if on_thread_stack(watch.thread_id, watch.frame):
+        # The event loop's thread is running the stage: sync code blocks the loop.
+        watch.stack = format_frames(thread_frames(watch.thread_id))
+        if watch.interrupt is not None:
+            watch.interrupt(watch, due)
+        else:
+            raise_in_thread(watch, due)
+    elif watch.wake is not None:
+        watch.wake(watch, due)
 
 
-def _raise_in_thread(thread_id: int, exception: type[BaseException]) -> None:
+def _report(watch: Watch, due: float) -> None:
+    """A stage is still stuck after its interruption: say where, through the hook."""
+    if on_thread_stack(watch.thread_id, watch.frame):
+        stack = format_frames(thread_frames(watch.thread_id))
+    else:
+        stack = format_frames(frames_of(watch.coroutine))
+    if watch.due != due or watch.stuck_at is None:
+        return  # it ended meanwhile
+    watch.stack = stack
+    _stuck_hook(watch)
+
+
+def raise_in_thread(watch: Watch, due: float) -> None:
+    """Raise StageStuck in the event loop's thread, unless the stage ends first."""
+    if watch.lock is None:
+        watch.lock = threading.Lock()
+    watch.pending = True  # before the look at the stage: see Watch.stop()
+    with watch.lock:
+        if watch.due == due and watch.stuck_at is not None:
+            _set_async_exc(watch.thread_id, StageStuck)
+        else:
+            watch.pending = False
+
+
+def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:
     import ctypes  # only a stuck stage pays for it
 
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread_id), ctypes.py_object(exception)
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception else None
     )
 
 

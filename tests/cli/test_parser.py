@@ -39,7 +39,7 @@ class TestParser:
         with pytest.raises(SystemExit) as caught:
             main(["run", "--help"])
         assert caught.value.code == 0
-        default = f"({ck.DEFAULT_TIMEOUT:g} by default; 'none')"
+        default = f"(by default the implementation's own, else {ck.DEFAULT_TIMEOUT:g}; 'none')"
         assert default in " ".join(capsys.readouterr().out.split())
         arguments = build_parser().parse_args(["run", "x.py"])
         assert not hasattr(arguments, "timeout")

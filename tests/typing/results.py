@@ -92,3 +92,43 @@ def check_failure(failure: ck.ContractFailure) -> None:
     assert_type(failure.report, ck.ContractReport)
     error: AssertionError = failure
     skip: Exception = ck.CaseUnsupported("reason")
+
+
+# -- deadlines: declared on the class as a float or None, overridden by a run --------
+
+
+class RemoteText(ck.FeatureImplementation[TextAPI]):
+    feature = text
+    coverage = text.coverage()
+    timeout = 30.0  # a slow backend declares its own deadline
+
+    def create(self, scope: ck.FeatureScope) -> TextAPI:
+        return MemoryTextAPI()
+
+
+class UnboundedText(ck.FeatureImplementation[TextAPI]):
+    feature = text
+    coverage = text.coverage()
+    timeout = None
+
+    def create(self, scope: ck.FeatureScope) -> TextAPI:
+        return MemoryTextAPI()
+
+
+class MisdeclaredText(ck.FeatureImplementation[TextAPI]):
+    feature = text
+    coverage = text.coverage()
+    timeout = "30s"  # type: ignore[assignment]
+
+    def create(self, scope: ck.FeatureScope) -> TextAPI:
+        return MemoryTextAPI()
+
+
+def check_deadlines(implementation: RemoteText) -> None:
+    assert_type(ck.FeatureImplementation.timeout, float | None)
+    assert_type(ck.DEFAULT_TIMEOUT, float)
+    implementation.timeout = 1.0  # type: ignore[misc]
+    ck.run_contract_sync(implementation, suite)  # the implementation's own 30 s
+    ck.run_contract_sync(implementation, suite, timeout=ck.DEFAULT_TIMEOUT)  # the same
+    ck.run_contract_sync(implementation, suite, timeout=None)  # no deadline
+    ck.contract_cases(implementation, suite, timeout=2)

@@ -9,6 +9,7 @@ import argparse
 import functools
 import importlib
 import json
+import os
 import sys
 import traceback
 import types
@@ -26,7 +27,7 @@ from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline,
 from ._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 from ._console import Outputs, ProgressLine, printable, write
 from ._json import dumps
-from ._matrix import Entry, Matrix, from_json, merge, now, run_information
+from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
 
@@ -201,13 +202,18 @@ def _execute(
     *,
     targets: Sequence[str],
     shard: Shard | None = None,
+    on_stuck: Callable[[Matrix], None] | None = None,
 ) -> tuple[Matrix, RunStopped | None]:
     """
     Run the selected cases of the pairs and gather what happened.
 
+    :param on_stuck: writes what was judged when a stage is stuck beyond what can
+        be interrupted; the process then exits with status 2.
     :return: the run, and why it stopped early, if it did: then the run holds the
         cases judged until then, and says it stopped.
     """
+    from .._watchdog import Watch, set_stuck_hook
+
     backend = _backend(arguments.backend)
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     line = ProgressLine(sys.stderr) if show else None
@@ -221,7 +227,46 @@ def _execute(
         show_progress=None if line is None else line.show,
         progress=progress,
     )
+
+    def information(stopped: str | None) -> RunInfo:
+        return run_information(
+            backend,
+            started,
+            now(),
+            targets=targets,
+            installed=getattr(arguments, "installed", False),
+            require_full=arguments.require_full,
+            select=getattr(arguments, "select", ()),
+            shard=shard,
+            stopped=stopped,
+        )
+
+    def stuck(watch: Watch) -> None:
+        # In the watchdog's thread, while the run cannot go on: keep what it has
+        # judged, fail the stuck case, write it all, and end the process.
+        entries = progress.judged(pairs)
+        execution = progress.execution
+        if execution is not None and progress.running < len(entries):
+            entries[progress.running] = Entry.of(
+                pairs[progress.running], execution.stuck_report(watch)
+            )
+        reason = (
+            f"case {watch.case_id!r} of {progress.label} is stuck in stage {watch.stage!r} "
+            f"past its {watch.timeout or 0:g}s deadline and could not be interrupted"
+        )
+        try:
+            if line is not None:
+                line.clear()
+            if on_stuck is not None:
+                on_stuck(Matrix(information(reason), tuple(entries)))
+        finally:
+            write(sys.stderr, f"conformkit: error: {reason}; the run was stopped\n")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(2)
+
     stop: RunStopped | None = None
+    set_stuck_hook(stuck)
     try:
         entries = anyio.run(runner, backend=backend)
     except (UsageError, ContractDefinitionError):
@@ -232,20 +277,10 @@ def _execute(
         stop = _stopped(error, judged, progress.total, progress.label)
         stop.__cause__ = error
     finally:
+        set_stuck_hook(None)
         if line is not None:
             line.clear()
-    info = run_information(
-        backend,
-        started,
-        now(),
-        targets=targets,
-        installed=getattr(arguments, "installed", False),
-        require_full=arguments.require_full,
-        select=getattr(arguments, "select", ()),
-        shard=shard,
-        stopped=None if stop is None else stop.reason,
-    )
-    return Matrix(info, tuple(entries)), stop
+    return Matrix(information(None if stop is None else stop.reason), tuple(entries)), stop
 
 
 def _stopped(error: BaseException, judged: int, total: int, running: str) -> RunStopped:
@@ -293,7 +328,12 @@ def _run_command(arguments: argparse.Namespace) -> int:
         pairs = collect(arguments.targets, installed=arguments.installed, timeout=timeout)
         selections = select(pairs, arguments.select, shard)
         matrix, stop = _execute(
-            arguments, pairs, selections, targets=arguments.targets, shard=shard
+            arguments,
+            pairs,
+            selections,
+            targets=arguments.targets,
+            shard=shard,
+            on_stuck=outputs.write,
         )
         _keep_files(stop)
         update = None
@@ -338,7 +378,13 @@ def _demo_command(arguments: argparse.Namespace) -> int:
         pairs = collect_modules(modules, timeout=timeout)
         selections = [pair.case_ids for pair in pairs]
         names = [module.__name__ for module in modules]
-        matrix, stop = _execute(arguments, pairs, selections, targets=names)
+        matrix, stop = _execute(
+            arguments,
+            pairs,
+            selections,
+            targets=names,
+            on_stuck=functools.partial(outputs.write, matrix_view=True),
+        )
         _keep_files(stop)
         outputs.write(matrix, matrix_view=True)
     finally:

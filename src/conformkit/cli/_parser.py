@@ -89,7 +89,10 @@ class _TimeoutAction(argparse.Action):
         # loading for `conformkit run --help`, not for every parse.
         from .._scope import DEFAULT_TIMEOUT
 
-        return f"deadline of each stage of a case ({DEFAULT_TIMEOUT:g} by default; 'none')"
+        return (
+            f"deadline of each stage of a case (by default the implementation's own, "
+            f"else {DEFAULT_TIMEOUT:g}; 'none')"
+        )
 
     @help.setter
     def help(self, value: str | None) -> None:

@@ -1,0 +1,883 @@
+"""
+Fault injection: hostile code in every stage, on asyncio and trio.
+
+Each scenario plays one fault (a stage that blocks the event loop, swallows its
+cancellation, raises a stray BaseException, presses Ctrl-C...) in a subprocess with
+a hard timeout, so that a hang fails its test instead of hanging the suite. The
+scenarios are grouped, a few subprocesses per backend, all started together. For
+each scenario the test checks that every cleanup ran exactly once, in reverse
+order of registration; the verdict; what propagated; and that nothing hung.
+
+Run as a script, this file plays scenarios and prints one JSON line as each
+starts and as each ends: ``python tests/test_faults.py BACKEND NAME...``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+import conformkit as ck
+
+TINY = 0.1
+"""The stage deadline of most scenarios: a stuck stage is interrupted 0.1 s after it."""
+HARD_TIMEOUT = 90.0
+"""Seconds a group of scenarios may take in its subprocess before it counts as hung."""
+GROUPS = 3
+"""Subprocesses per backend."""
+
+Backend: TypeAlias = str
+Outcome: TypeAlias = dict[str, Any]
+
+
+# -- what a scenario plays with ---------------------------------------------------------
+
+
+class Trace:
+    """What happened: each cleanup registered (``defer X``) and each that ran (``ran X``)."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def add(self, event: str) -> None:
+        self.events.append(event)
+
+    def defer(
+        self,
+        scope: ck.FeatureScope,
+        label: str,
+        action: Callable[[], object] | None = None,
+        *,
+        is_async: bool = False,
+    ) -> None:
+        """Register a cleanup that records that it ran, then does ``action`` (maybe awaiting it)."""
+        self.add(f"defer {label}")
+        if is_async:
+
+            async def async_cleanup() -> None:
+                self.add(f"ran {label}")
+                if action is not None:
+                    result = action()
+                    if isinstance(result, Awaitable):
+                        await result
+
+            scope.defer(async_cleanup)
+        else:
+
+            def sync_cleanup() -> None:
+                self.add(f"ran {label}")
+                if action is not None:
+                    action()
+
+            scope.defer(sync_cleanup)
+
+
+Case: TypeAlias = Callable[[Trace], Awaitable[None] | None]
+Create: TypeAlias = Callable[[ck.FeatureScope, Trace, str], Awaitable[None] | None]
+
+
+async def passes(api: Trace) -> None:
+    await anyio.lowlevel.checkpoint()
+
+
+def contract(
+    trace: Trace,
+    cases: dict[str, Case],
+    *,
+    create: Create | None = None,
+    cleanups: int = 2,
+    declared: float | None = ck.DEFAULT_TIMEOUT,
+) -> tuple[ck.FeatureImplementation[Trace], ck.ContractSuite[Trace]]:
+    """
+    A feature of these cases and an implementation whose ``create`` registers
+    ``cleanups`` plain cleanups per case (``<case>.0``, ``<case>.1``...) and then
+    plays ``create(scope, trace, case_id)``.
+    """
+    the_feature = ck.Feature[Trace]("faults", cases=tuple(cases))
+
+    class Faulty(ck.FeatureImplementation[Trace]):
+        feature = the_feature
+        coverage = the_feature.coverage()
+        timeout = declared
+
+        async def create(self, scope: ck.FeatureScope) -> Trace:
+            case_id = scope._case_id or "session"
+            for index in range(cleanups):
+                trace.defer(scope, f"{case_id}.{index}")
+            if create is not None:
+                result = create(scope, trace, case_id)
+                if result is not None:
+                    await result
+            return trace
+
+    return Faulty(), ck.ContractSuite(the_feature, dict(cases))
+
+
+def summary_of(report: ck.ContractReport) -> Outcome:
+    return {
+        "verdict": [result.status.value for result in report.results],
+        "reasons": [result.reason or "" for result in report.results],
+        "late": [str(error) for error in report.cleanup_errors],
+    }
+
+
+def run(
+    backend: Backend,
+    implementation: ck.FeatureImplementation[Trace],
+    suite: ck.ContractSuite[Trace],
+    **options: Any,
+) -> Outcome:
+    options.setdefault("timeout", TINY)
+    return summary_of(ck.run_contract_sync(implementation, suite, backend=backend, **options))  # type: ignore[arg-type]
+
+
+# -- the scenarios ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    """
+    One scenario: ``play(trace, backend)`` returns what the run reported; whatever
+    it raises is what propagated.
+
+    :ivar verdict: the statuses of the report, in order; ``None`` when the run
+        propagates instead of reporting.
+    :ivar propagates: the type name of what must propagate, if anything.
+    :ivar says: text that must be in the first reason that is not a pass, or in
+        the message (and notes) of what propagated.
+    :ivar on: the backends it runs on.
+    """
+
+    name: str
+    play: Callable[[Trace, Backend], Outcome | None]
+    verdict: tuple[str, ...] | None = None
+    propagates: str | None = None
+    says: tuple[str, ...] = ()
+    on: tuple[Backend, ...] = ("asyncio", "trio")
+    extra: Callable[[Outcome], None] | None = field(default=None, compare=False)
+
+
+FAULTS: dict[str, Fault] = {}
+Play: TypeAlias = Callable[[Trace, Backend], Outcome | None]
+
+
+def fault(
+    verdict: Sequence[str] | None = None,
+    *,
+    propagates: str | None = None,
+    says: Sequence[str] = (),
+    on: Sequence[Backend] = ("asyncio", "trio"),
+    extra: Callable[[Outcome], None] | None = None,
+) -> Callable[[Play], Play]:
+    """Register the decorated function as the scenario named after it."""
+
+    def register(play: Play) -> Play:
+        name = play.__name__.replace("_", " ")
+        FAULTS[name] = Fault(
+            name,
+            play,
+            None if verdict is None else tuple(verdict),
+            propagates,
+            tuple(says),
+            tuple(on),
+            extra,
+        )
+        return play
+
+    return register
+
+
+def blocking(seconds: float) -> Callable[[], None]:
+    """Sync code that holds the event loop: no deadline can cancel it."""
+    return lambda: time.sleep(seconds)
+
+
+def spin() -> None:
+    """Sync code that never returns, in Python bytecode."""
+    while True:
+        pass
+
+
+async def swallow_cancellation() -> None:
+    """Async code that catches every cancellation and goes on waiting, forever."""
+    while True:
+        try:
+            await anyio.sleep(1)
+        except anyio.get_cancelled_exc_class():
+            pass  # the defect under test: the cancellation is swallowed
+
+
+FAILED_THEN_PASSED = ("failed", "passed")
+BLOCKED = "sync code blocked the event loop"
+
+
+# Sync overruns: a stage that returns after its deadline fails.
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'create' exceeded the 0.1s deadline", BLOCKED])
+def sync_create_blocks_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            time.sleep(3 * TINY)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'case' exceeded the 0.1s deadline", BLOCKED])
+def sync_case_blocks_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
+    def held(api: Trace) -> None:
+        time.sleep(3 * TINY)
+
+    return run(backend, *contract(trace, {"first": held, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["exceeded the 0.1s deadline (stage 'cleanup'", BLOCKED])
+def async_cleanup_blocks_without_a_checkpoint(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+
+            async def hold() -> None:
+                time.sleep(3 * TINY)  # noqa: ASYNC251 - the fault under test
+
+            trace.defer(scope, "first.held", hold, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["exceeded the 0.1s deadline (stage 'cleanup'", BLOCKED])
+def sync_cleanup_blocks_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.held", blocking(3 * TINY))
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(("passed", "failed", "passed"), says=[BLOCKED])
+def a_blocking_case_among_concurrent_ones(trace: Trace, backend: Backend) -> Outcome:
+    async def held(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)  # the other cases end meanwhile
+        time.sleep(3 * TINY)  # noqa: ASYNC251 - the fault under test
+
+    cases: dict[str, Case] = {"one": passes, "held": held, "two": passes}
+    return run(backend, *contract(trace, cases), max_concurrency=3)
+
+
+# The deadline: the implementation's own unless the run says otherwise.
+
+
+async def naps(api: Trace) -> None:
+    await anyio.sleep(3 * TINY)
+
+
+@fault(("failed",), says=["stage 'case' exceeded the 0.1s deadline"])
+def the_implementation_declares_its_deadline(trace: Trace, backend: Backend) -> Outcome:
+    implementation, suite = contract(trace, {"naps": naps}, declared=TINY)
+    return summary_of(ck.run_contract_sync(implementation, suite, backend=backend))  # type: ignore[arg-type]
+
+
+@fault(("passed",))
+def the_run_overrides_the_declared_deadline(trace: Trace, backend: Backend) -> Outcome:
+    implementation, suite = contract(trace, {"naps": naps}, declared=TINY)
+    return run(backend, implementation, suite, timeout=None)
+
+
+# Stuck stages: interrupted where Python allows, the run goes on.
+
+INTERRUPTED = "interrupted in"
+
+
+@fault(FAILED_THEN_PASSED, says=[BLOCKED, f"{INTERRUPTED} spin at test_faults.py"])
+def a_case_spins_forever(trace: Trace, backend: Backend) -> Outcome:
+    def spinning(api: Trace) -> None:
+        spin()
+
+    return run(backend, *contract(trace, {"first": spinning, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=[BLOCKED, INTERRUPTED])
+def a_sync_create_spins_forever(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            spin()
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=[BLOCKED, f"{INTERRUPTED} deadlocked at test_faults.py"])
+def a_case_deadlocks_on_a_lock(trace: Trace, backend: Backend) -> Outcome:
+    def deadlocked(api: Trace) -> None:
+        lock = threading.Lock()
+        lock.acquire()
+        lock.acquire()  # never returns: the lock is held by this very thread
+
+    return run(backend, *contract(trace, {"first": deadlocked, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=[BLOCKED, INTERRUPTED])
+def a_case_sleeps_far_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
+    def sleeps(api: Trace) -> None:
+        time.sleep(60)
+
+    return run(backend, *contract(trace, {"first": sleeps, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["it ignored its cancellation", INTERRUPTED])
+def a_case_swallows_its_cancellation_in_a_loop(trace: Trace, backend: Backend) -> Outcome:
+    async def swallowing(api: Trace) -> None:
+        await swallow_cancellation()
+
+    return run(backend, *contract(trace, {"first": swallowing, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'create'", "it ignored its cancellation"])
+def an_async_create_swallows_its_cancellation(trace: Trace, backend: Backend) -> Outcome:
+    async def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            await swallow_cancellation()
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(("failed", "passed", "passed"), says=["it ignored its cancellation"])
+def a_swallowing_case_among_concurrent_ones(trace: Trace, backend: Backend) -> Outcome:
+    async def swallowing(api: Trace) -> None:
+        await swallow_cancellation()
+
+    async def brief(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)
+
+    cases: dict[str, Case] = {"first": swallowing, "two": brief, "three": passes}
+    return run(backend, *contract(trace, cases), max_concurrency=3, timeout=5 * TINY)
+
+
+@fault(FAILED_THEN_PASSED, says=["did not finish within 0.1s", "it ignored its cancellation"])
+def background_work_swallows_its_cancellation(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            scope.start_soon(swallow_cancellation)
+
+    async def first(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)  # the work starts meanwhile
+
+    cases: dict[str, Case] = {"first": first, "second": passes}
+    return run(backend, *contract(trace, cases, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["(stage 'cleanup'", "it ignored its cancellation"])
+def an_async_cleanup_swallows_its_cancellation(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.deaf", swallow_cancellation, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["(stage 'cleanup'", BLOCKED, INTERRUPTED])
+def a_sync_cleanup_spins_forever(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["it waited where no cancellation reached it"], on=["asyncio"])
+def a_case_waits_shielded_forever(trace: Trace, backend: Backend) -> Outcome:
+    async def shielded(api: Trace) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(60)
+
+    return run(backend, *contract(trace, {"first": shielded, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["it did not answer its cancellation"], on=["trio"])
+def a_case_waits_shielded_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
+    async def shielded(api: Trace) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(6 * TINY)  # trio cannot wake it: it returns late
+
+    return run(backend, *contract(trace, {"first": shielded, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=[BLOCKED, INTERRUPTED])
+def a_run_off_the_main_thread_spins(trace: Trace, backend: Backend) -> Outcome:
+    def spinning(api: Trace) -> None:
+        spin()
+
+    outcome: list[Outcome] = []
+    implementation, suite = contract(trace, {"first": spinning, "second": passes})
+    worker = threading.Thread(target=lambda: outcome.append(run(backend, implementation, suite)))
+    worker.start()
+    worker.join()
+    return outcome[0]
+
+
+@fault(("failed",), says=["stage 'case' exceeded the 0.1s deadline (cancelled in hangs at"])
+def a_timeout_says_where_the_case_was(trace: Trace, backend: Backend) -> Outcome:
+    async def hangs(api: Trace) -> None:
+        await anyio.sleep(60)
+
+    return run(backend, *contract(trace, {"first": hangs}))
+
+
+@fault(propagates="TimeoutError", says=[BLOCKED, INTERRUPTED, "where it was stuck"])
+def contract_case_run_of_a_spinning_case(trace: Trace, backend: Backend) -> None:
+    def spinning(api: Trace) -> None:
+        spin()
+
+    implementation, suite = contract(trace, {"first": spinning})
+    [case] = ck.contract_cases(implementation, suite, timeout=TINY)
+    case.run_sync(backend=backend)  # type: ignore[arg-type]
+
+
+# Reasons that say what happened.
+
+
+@fault(("failed",), says=["AssertionError: assert got == expected (got='a', expected='b')"])
+def a_bare_assert_fails_with_its_statement_and_values(trace: Trace, backend: Backend) -> Outcome:
+    def asserts(api: Trace) -> None:
+        got, expected = "a", "b"
+        assert got == expected  # a bare assert, not rewritten here: the fault under test
+
+    return run(backend, *contract(trace, {"asserts": asserts}))
+
+
+@fault(("failed",), says=["ValueError: leaf (×2); KeyError: 'other'"])
+def a_task_group_failure_gives_its_leaves(trace: Trace, backend: Backend) -> Outcome:
+    async def raises(error: BaseException) -> None:
+        raise error
+
+    async def grouped(api: Trace) -> None:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(raises, ValueError("leaf"))
+            task_group.start_soon(raises, ValueError("leaf"))
+            task_group.start_soon(raises, KeyError("other"))
+
+    outcome = run(backend, *contract(trace, {"grouped": grouped}))
+    reasons: list[str] = outcome["reasons"]
+    # The event loop chooses the order the leaves failed in: put it back.
+    outcome["reasons"] = [
+        reason.replace(
+            "KeyError: 'other'; ValueError: leaf (×2)", "ValueError: leaf (×2); KeyError: 'other'"
+        )
+        for reason in reasons
+    ]
+    return outcome
+
+
+@fault(("failed", "failed"), says=["create() returned None (a forgotten return?)"])
+def create_forgets_to_return_the_api(trace: Trace, backend: Backend) -> Outcome:
+    implementation, _ = contract(trace, {"one": passes, "two": passes})
+
+    class Forgetful(type(implementation)):  # type: ignore[misc]
+        async def create(self, scope: ck.FeatureScope) -> Trace:
+            await super().create(scope)
+            return None  # type: ignore[return-value]
+
+    async def uses(api: Trace) -> None:
+        api.add("never")
+
+    suite = ck.ContractSuite(implementation.feature, {"one": uses, "two": uses})
+    return run(backend, Forgetful(), suite)
+
+
+# BaseExceptions: KeyboardInterrupt alone stops a run; the others fail their case.
+
+
+class Custom(BaseException):
+    """A BaseException of the code under test's own."""
+
+
+def raising(error: BaseException) -> Callable[[], None]:
+    def raises() -> None:
+        raise error
+
+    return raises
+
+
+def in_create(error: BaseException) -> Create:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            raise error
+
+    return create
+
+
+def in_cleanup(error: BaseException, *, also: Exception | None = None) -> Create:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            if also is not None:
+                trace.defer(scope, "first.also", raising(also))
+            trace.defer(scope, "first.raises", raising(error))
+
+    return create
+
+
+@fault(propagates="KeyboardInterrupt")
+def a_case_raises_keyboard_interrupt(trace: Trace, backend: Backend) -> Outcome:
+    async def interrupts(api: Trace) -> None:
+        raise KeyboardInterrupt
+
+    return run(backend, *contract(trace, {"first": interrupts, "second": passes}))
+
+
+@fault(propagates="KeyboardInterrupt")
+def create_raises_keyboard_interrupt(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=in_create(KeyboardInterrupt())))
+
+
+@fault(propagates="KeyboardInterrupt", says=["case 'first': ValueError: also failed"])
+def a_cleanup_raises_keyboard_interrupt_as_another_fails(trace: Trace, backend: Backend) -> Outcome:
+    create = in_cleanup(KeyboardInterrupt(), also=ValueError("also failed"))
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["SystemExit: 0"])
+def a_case_calls_sys_exit_0(trace: Trace, backend: Backend) -> Outcome:
+    def exits(api: Trace) -> None:
+        sys.exit(0)
+
+    return run(backend, *contract(trace, {"first": exits, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["SystemExit: 3"])
+def create_calls_sys_exit(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=in_create(SystemExit(3))))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: SystemExit: 0"])
+def a_cleanup_calls_sys_exit_0(trace: Trace, backend: Backend) -> Outcome:
+    create = in_cleanup(SystemExit(0))
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["GeneratorExit"])
+def a_case_raises_generator_exit(trace: Trace, backend: Backend) -> Outcome:
+    async def closes(api: Trace) -> None:
+        raise GeneratorExit
+
+    return run(backend, *contract(trace, {"first": closes, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in create(): Custom: mine"])
+def create_raises_a_custom_base_exception(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=in_create(Custom("mine"))))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: Custom: mine"])
+def a_cleanup_raises_a_custom_base_exception(trace: Trace, backend: Backend) -> Outcome:
+    create = in_cleanup(Custom("mine"), also=ValueError("also"))
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(propagates="SystemExit")
+def contract_case_run_of_a_case_calling_sys_exit(trace: Trace, backend: Backend) -> None:
+    def exits(api: Trace) -> None:
+        sys.exit(0)
+
+    [case] = ck.contract_cases(*contract(trace, {"first": exits}))
+    case.run_sync(backend=backend)  # type: ignore[arg-type]
+
+
+# Ctrl-C: the cleanups run, shielded and bounded, then KeyboardInterrupt propagates.
+
+
+def press_ctrl_c() -> None:
+    signal.raise_signal(signal.SIGINT)
+
+
+def finished_slowly(trace: Trace, label: str) -> Callable[[], Awaitable[None]]:
+    """An async cleanup's action: a wait that Ctrl-C must not cut short, then a record."""
+
+    async def slowly() -> None:
+        await anyio.sleep(TINY / 2)
+        trace.add(f"finished {label}")
+
+    return slowly
+
+
+def finished(*labels: str) -> Callable[[Outcome], None]:
+    def check(outcome: Outcome) -> None:
+        for label in labels:
+            assert f"finished {label}" in outcome["events"]
+
+    return check
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("first.slow"))
+def ctrl_c_during_a_case(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(
+            scope, f"{case_id}.slow", finished_slowly(trace, f"{case_id}.slow"), is_async=True
+        )
+
+    async def pressed(api: Trace) -> None:
+        press_ctrl_c()
+        await anyio.sleep(60)
+
+    cases: dict[str, Case] = {"first": pressed, "second": passes}
+    return run(backend, *contract(trace, cases, create=create), timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("first.pressed"))
+def ctrl_c_during_an_async_cleanup(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        async def pressed() -> None:
+            press_ctrl_c()
+            await finished_slowly(trace, f"{case_id}.pressed")()
+
+        trace.defer(scope, f"{case_id}.pressed", pressed, is_async=True)
+
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=create), timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("one.slow", "two.slow", "three.slow"))
+def ctrl_c_with_cases_in_flight(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(
+            scope, f"{case_id}.slow", finished_slowly(trace, f"{case_id}.slow"), is_async=True
+        )
+
+    async def waits(api: Trace) -> None:
+        await anyio.sleep(60)
+
+    async def pressed(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)  # the others are in flight
+        press_ctrl_c()
+        await anyio.sleep(60)
+
+    cases: dict[str, Case] = {"one": waits, "two": pressed, "three": waits, "four": passes}
+    return run(backend, *contract(trace, cases, create=create), max_concurrency=3, timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt")
+def a_second_ctrl_c_stops_at_once(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        async def stubborn() -> None:
+            press_ctrl_c()
+            await anyio.sleep(TINY / 2)
+            press_ctrl_c()  # the second: this wait is cut short
+            await anyio.sleep(60)
+
+        trace.defer(scope, f"{case_id}.stubborn", stubborn, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes}, create=create), timeout=None)
+
+
+# open_feature: a BaseException propagates as itself, after every cleanup, the rest in notes.
+
+
+def session(trace: Trace, backend: Backend, body: Callable[[], None], create: Create) -> None:
+    implementation, _ = contract(trace, {"session": passes}, create=create)
+
+    async def use() -> None:
+        async with ck.open_feature(implementation, timeout=TINY):
+            body()
+
+    anyio.run(use, backend=backend)
+
+
+def calm() -> None:
+    pass
+
+
+@fault(propagates="SystemExit", says=["ValueError: cleanup failed"])
+def sys_exit_in_an_open_feature_body(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.fails", raising(ValueError("cleanup failed")))
+
+    session(trace, backend, raising(SystemExit(0)), create)
+
+
+@fault(propagates="Custom", says=["ValueError: also"])
+def a_custom_base_exception_in_an_open_feature_cleanup(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.also", raising(ValueError("also")))
+        trace.defer(scope, "session.raises", raising(Custom("mine")))
+
+    session(trace, backend, calm, create)
+
+
+@fault(propagates="KeyboardInterrupt", says=["ValueError: also"])
+def keyboard_interrupt_in_an_open_feature_cleanup(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.also", raising(ValueError("also")))
+        trace.defer(scope, "session.raises", raising(KeyboardInterrupt()))
+
+    session(trace, backend, calm, create)
+
+
+# Background work always starts, as in a task group, and sees the cancellation at once.
+
+
+def owning_work(trace: Trace, label: str) -> Callable[[], Awaitable[None]]:
+    """Work that owns a resource and releases it in its finally."""
+
+    async def owns() -> None:
+        trace.add(f"started {label}")
+        try:
+            await anyio.sleep(60)
+        finally:
+            trace.add(f"finished {label}")
+
+    return owns
+
+
+@fault(("passed", "passed"), extra=finished("first.work"))
+def work_the_case_ends_before_it_runs_still_starts(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            scope.start_soon(owning_work(trace, "first.work"))
+
+    def quick(api: Trace) -> None:
+        pass  # never yields: the work is not yet running when the case ends
+
+    cases: dict[str, Case] = {"first": quick, "second": passes}
+    return run(backend, *contract(trace, cases, create=create))
+
+
+@fault(extra=finished("session.work"))
+def work_a_session_closes_before_it_runs_still_starts(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        scope.start_soon(owning_work(trace, "session.work"))
+
+    session(trace, backend, calm, create)
+
+
+# -- playing the scenarios (in the subprocess) -------------------------------------------
+
+
+def play(name: str, backend: Backend) -> Outcome:
+    """Play one scenario and say what happened."""
+    trace = Trace()
+    outcome: Outcome = {"name": name}
+    try:
+        outcome.update(FAULTS[name].play(trace, backend) or {})
+    except BaseException as exc:  # what propagated is the scenario's outcome
+        outcome["propagated"] = type(exc).__name__
+        outcome["message"] = " ".join([str(exc), *getattr(exc, "__notes__", ())])
+    outcome["events"] = trace.events
+    return outcome
+
+
+def main(backend: Backend, names: Sequence[str]) -> None:
+    for name in names:
+        print(json.dumps({"started": name}), flush=True)
+        print(json.dumps(play(name, backend)), flush=True)
+
+
+# -- checking them (in pytest) ------------------------------------------------------------
+
+
+def groups(backend: Backend) -> list[list[str]]:
+    names = [name for name, fault in FAULTS.items() if backend in fault.on]
+    return [names[index::GROUPS] for index in range(GROUPS)]
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[tuple[Backend, str], Outcome]:
+    """Every scenario's outcome: its groups run in subprocesses, all at once."""
+    processes = [
+        (
+            backend,
+            group,
+            subprocess.Popen(
+                [sys.executable, __file__, backend, *group],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            ),
+        )
+        for backend in ("asyncio", "trio")
+        for group in groups(backend)
+        if group
+    ]
+    results: dict[tuple[Backend, str], Outcome] = {}
+    deadline = time.monotonic() + HARD_TIMEOUT
+    for backend, _group, process in processes:
+        try:
+            stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        started = None
+        for line in stdout.splitlines():
+            record = json.loads(line)
+            if "started" in record:
+                started = record["started"]
+            else:
+                results[backend, record["name"]] = record
+                started = None
+        if started is not None:
+            results[backend, started] = {"hung": True, "stderr": stderr[-3000:]}
+    return results
+
+
+def params() -> Iterator[Any]:
+    for backend in ("asyncio", "trio"):
+        for name, fault in FAULTS.items():
+            if backend in fault.on:
+                yield pytest.param(backend, name, id=f"{backend}-{name}")
+
+
+def assert_cleanups_ran_once_in_reverse(events: list[str]) -> None:
+    """Every registered cleanup ran exactly once, the last registered of each case first."""
+    registered: dict[str, list[str]] = {}
+    ran: dict[str, list[str]] = {}
+    for event in events:
+        kind, _, label = event.partition(" ")
+        if kind in ("defer", "ran"):
+            owner = label.split(".")[0]
+            (registered if kind == "defer" else ran).setdefault(owner, []).append(label)
+    assert {owner: labels[::-1] for owner, labels in registered.items()} == ran
+
+
+@pytest.mark.parametrize(("backend", "name"), list(params()))
+def test_fault(outcomes: dict[tuple[Backend, str], Outcome], backend: Backend, name: str) -> None:
+    """The scenario's cleanups ran once each, last first; its verdict and what propagated hold."""
+    fault = FAULTS[name]
+    outcome = outcomes.get((backend, name))
+    assert outcome is not None, "the scenario never started: an earlier one hung"
+    assert not outcome.get("hung"), f"the scenario hung:\n{outcome.get('stderr')}"
+    assert_cleanups_ran_once_in_reverse(outcome["events"])
+    assert outcome.get("propagated") == fault.propagates, outcome.get("message")
+    if fault.propagates is None:
+        expected = None if fault.verdict is None else list(fault.verdict)
+        assert outcome.get("verdict") == expected, outcome.get("reasons")
+        failing = [
+            reason
+            for reason, status in zip(
+                outcome.get("reasons", ()), outcome.get("verdict", ()), strict=True
+            )
+            if status != "passed"
+        ]
+        said = failing[0] if failing else ""
+    else:
+        said = outcome["message"]
+    for text in fault.says:
+        assert text in said
+    if fault.extra is not None:
+        fault.extra(outcome)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    main(sys.argv[1], sys.argv[2:])
