@@ -7,6 +7,7 @@ import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, cast, final
 
@@ -166,6 +167,7 @@ class FeatureScope:
     ) -> None:
         background = self._background
         assert background is not None
+        _within.set((self, "background work"))  # this task's own context
         try:
             with anyio.CancelScope() as cancel_scope:
                 if self._state is not _OPEN:
@@ -206,6 +208,14 @@ class FeatureScope:
         Close the scope once and return the failures; later and concurrent callers
         get the same list.
         """
+        within = _within.get()
+        if within is not None and within[0] is self:
+            # Awaited from this scope's own cleanup or background work, closing
+            # would wait for itself, forever or until its deadline.
+            raise RuntimeError(
+                f"dispose() of {self._where()} was called from its own {within[1]}, "
+                f"which closing waits for: it would wait for itself"
+            )
         if self._state is not _OPEN:
             if self._state is _CLOSING:
                 if self._closed is None:
@@ -330,13 +340,17 @@ class FeatureScope:
         :class:`StageStuck` instead of the next cancellation, ``grace`` seconds on.
         """
         timeout = self._timeout
-        if timeout is None:
-            with anyio.CancelScope(shield=True):
-                await result
-            return None
-        guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
-        with anyio.move_on_after(timeout, shield=True) as deadline:
-            await interruptible(result, guard)
+        token = _within.set((self, "cleanup"))
+        try:
+            if timeout is None:
+                with anyio.CancelScope(shield=True):
+                    await result
+                return None
+            guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
+            with anyio.move_on_after(timeout, shield=True) as deadline:
+                await interruptible(result, guard)
+        finally:
+            _within.reset(token)
         if not deadline.cancelled_caught:
             return None
         return f"cancelled in {guard.where}" if guard.where else ""
@@ -367,6 +381,12 @@ class _Background:
         self.done: anyio.Event | None = None
         # How work that ignored its cancellation was stuck, once interrupted.
         self.interrupted: str | None = None
+
+
+_within: ContextVar[tuple[FeatureScope, str] | None] = ContextVar(
+    "conformkit_within_scope", default=None
+)
+"""The scope whose async cleanup or background work is running in this context, and which."""
 
 
 def _deadline(timeout: float | None) -> float:
