@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -868,6 +868,89 @@ def an_outside_cancellation_during_the_join_of_slow_work(trace: Trace, backend: 
                 await anyio.sleep(TINY / 2)
 
     return cancelled_during_the_join(trace, backend, winds_down)
+
+
+# Two views of one outcome agree.
+
+
+class Deferred:
+    """An awaitable that is not a coroutine."""
+
+    def __init__(self, value: Trace) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Trace]:
+        yield from anyio.lowlevel.checkpoint().__await__()
+        return self.value
+
+
+def deferring(trace: Trace) -> ck.FeatureImplementation[Trace]:
+    implementation, _ = contract(trace, {"one": passes})
+
+    class DeferredCreate(type(implementation)):  # type: ignore[misc]
+        def create(self, scope: ck.FeatureScope) -> Deferred:
+            trace.defer(scope, f"{scope._case_id or 'session'}.0")
+            return Deferred(trace)
+
+    return DeferredCreate()
+
+
+@fault(("passed", "passed"))
+def create_returns_an_awaitable_that_is_not_a_coroutine(trace: Trace, backend: Backend) -> Outcome:
+    async def uses(api: Trace) -> None:
+        api.add("used")
+
+    implementation = deferring(trace)
+    suite = ck.ContractSuite(implementation.feature, {"one": uses})
+    outcome = run(backend, implementation, suite)
+
+    async def use() -> None:
+        async with ck.open_feature(implementation) as session:
+            await uses(session.api)  # the API, awaited, as the run gets it
+
+    anyio.run(use, backend=backend)
+    outcome["verdict"].append("passed")
+    outcome["reasons"].append("")
+    return outcome
+
+
+def agreeing(outcome: Outcome) -> None:
+    assert outcome["early"] == outcome["on exit"]
+    assert "the work failed later: ValueError: late" in outcome["notes"]
+
+
+@fault(extra=agreeing)
+def dispose_early_and_leaving_agree_when_work_fails_late(trace: Trace, backend: Backend) -> Outcome:
+    events: dict[str, anyio.Event] = {}
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        async def stubborn() -> None:
+            with anyio.CancelScope(shield=True):
+                await events["release"].wait()
+            raise ValueError("late")
+
+        scope.start_soon(stubborn)
+
+    implementation, _ = contract(trace, {"session": passes}, create=create)
+    seen: Outcome = {}
+
+    async def use() -> None:
+        events["release"] = anyio.Event()
+        try:
+            async with ck.open_feature(implementation, timeout=TINY) as session:
+                try:
+                    await session.dispose()
+                except ExceptionGroup as group:  # the early outcome
+                    seen["early"] = [str(error) for error in group.exceptions]
+                events["release"].set()
+        except ExceptionGroup as group:  # the outcome on leaving the block
+            seen["on exit"] = [str(error) for error in group.exceptions]
+            seen["notes"] = [
+                note for error in group.exceptions for note in getattr(error, "__notes__", ())
+            ]
+
+    anyio.run(use, backend=backend)
+    return seen
 
 
 # -- playing the scenarios (in the subprocess) -------------------------------------------

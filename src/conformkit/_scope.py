@@ -190,12 +190,13 @@ class FeatureScope:
                             background.guards.discard(guard)
                 except StageStuck as stuck:
                     background.interrupted = stuck_detail(stuck)
-                except Exception as exc:
-                    background.errors.append(exc)
-                    if background.outlived:
-                        # The join gave up on this work before it failed: the
-                        # failure still belongs to the scope's outcome.
-                        self._outcome.append(exc)
+                except anyio.get_cancelled_exc_class() as exc:
+                    if cancel_scope.cancel_called:
+                        raise  # its cancellation: the scope above absorbs it
+                    background.failed(exc)  # a stray one, raised by the work itself
+                except BaseException as exc:
+                    # KeyboardInterrupt included: the host decides what it stops.
+                    background.failed(exc)
                 finally:
                     background.scopes.discard(cancel_scope)
         finally:
@@ -306,12 +307,11 @@ class FeatureScope:
         errors.extend(background.errors)  # work that failed before closing, too
         if background.overran:
             how = "" if background.interrupted is None else f"; {background.interrupted}"
-            errors.append(
-                TimeoutError(
-                    f"{self._where()}: background work did not finish within "
-                    f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
-                )
+            background.timed_out = TimeoutError(
+                f"{self._where()}: background work did not finish within "
+                f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
             )
+            errors.append(background.timed_out)
         elif late is not None:
             errors.append(late)
 
@@ -365,10 +365,12 @@ class _Background:
         "errors",
         "guards",
         "interrupted",
+        "late",
         "live",
         "outlived",
         "overran",
         "scopes",
+        "timed_out",
     )
 
     def __init__(self) -> None:
@@ -381,6 +383,23 @@ class _Background:
         self.done: anyio.Event | None = None
         # How work that ignored its cancellation was stuck, once interrupted.
         self.interrupted: str | None = None
+        # The join's failure, once it gave up on work still running; and what
+        # that work raised afterwards.
+        self.timed_out: TimeoutError | None = None
+        self.late: list[BaseException] = []
+
+    def failed(self, error: BaseException) -> None:
+        """
+        Work failed: before the join gave up on it, a failure of the scope; after,
+        a late one, which leaves the scope's outcome as every caller already got
+        it, and is told in the notes of the join's timeout.
+        """
+        if self.outlived:
+            self.late.append(error)
+            if self.timed_out is not None:
+                self.timed_out.add_note(f"the work failed later: {describe_error(error)}")
+        else:
+            self.errors.append(error)
 
 
 _within: ContextVar[tuple[FeatureScope, str] | None] = ContextVar(
