@@ -16,7 +16,7 @@ import traceback
 import tracemalloc
 import unittest
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -899,6 +899,44 @@ class TestReasons:
             "case 'a' failed: create() returned None (a forgotten return?), and the case "
             "raised AttributeError: 'NoneType' object has no attribute 'log'"
         )
+
+
+class Deferred:
+    """An awaitable that is not a coroutine: awaiting it gives the API."""
+
+    def __init__(self, api: Probe) -> None:
+        self.api = api
+
+    def __await__(self) -> Generator[Any, None, Probe]:
+        yield from anyio.lowlevel.checkpoint().__await__()
+        return self.api
+
+
+class TestTwoViews:
+    """run_contract and open_feature treat what create() returns alike."""
+
+    @pytest.mark.anyio
+    async def test_an_awaitable_that_is_not_a_coroutine_is_awaited_by_both(self) -> None:
+        """A sync create() returning an awaitable: both await it and get the API."""
+        the_feature = ck.Feature[Probe]("test.runner.deferred", cases=("a", "b"))
+        log: list[str] = []
+
+        class DeferredCreate(ck.FeatureImplementation[Probe]):
+            feature = the_feature
+            coverage = the_feature.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> Awaitable[Probe]:
+                return Deferred(Probe(1, log))
+
+        async def uses(api: Probe) -> None:
+            api.log.append(f"case on {api.number}")
+
+        suite = ck.ContractSuite(the_feature, {"a": uses, "b": uses})
+        report = await ck.run_contract(DeferredCreate(), suite)
+        assert statuses(report) == [PASSED, PASSED]
+        assert log == ["case on 1", "case on 1"]
+        async with ck.open_feature(DeferredCreate()) as session:
+            assert isinstance(session.api, Probe)
 
 
 class TestMemory:

@@ -728,7 +728,7 @@ class TestShutdown:
 
     @pytest.mark.anyio
     async def test_an_error_from_work_that_outlived_the_deadline_is_not_swallowed(self) -> None:
-        """Work that fails after its join timed out still surfaces its error, after the timeout."""
+        """Work that fails after its join timed out: its error is told in the timeout's notes."""
         release = anyio.Event()
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
@@ -744,9 +744,43 @@ class TestShutdown:
         with pytest.raises(ExceptionGroup) as raised:
             async with ck.open_feature(implementation, timeout=TIMEOUT):
                 await anyio.wait_all_tasks_blocked()
-        timeout, *rest = raised.value.exceptions
+        [timeout] = raised.value.exceptions
         assert_timeout(timeout, "background work")
-        assert rest == [implementation.log.errors["w"]]
+        assert timeout.__notes__ == ["the work failed later: test_scope.WorkerError: w failed"]
+
+    @pytest.mark.anyio
+    async def test_disposing_early_and_leaving_give_the_same_outcome_as_work_fails_late(
+        self,
+    ) -> None:
+        """dispose() before the work fails late, then the block's exit: one same outcome."""
+        release = anyio.Event()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def stubborn() -> None:
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to cancellation until released
+                raise log.error("w", WorkerError)
+
+            scope.start_soon(stubborn)
+
+        implementation = SyncImplementation(setup)
+        early: list[BaseExceptionGroup[BaseException]] = []
+
+        async def dispose_early() -> None:
+            async with ck.open_feature(implementation, timeout=TIMEOUT) as session:
+                await anyio.wait_all_tasks_blocked()
+                try:
+                    await session.dispose()
+                except ExceptionGroup as group:  # the early outcome, compared below
+                    early.append(group)
+                release.set()  # the work now fails, after its join gave up
+
+        with pytest.raises(ExceptionGroup) as on_exit:
+            await dispose_early()
+        [group] = early
+        assert list(on_exit.value.exceptions) == list(group.exceptions)
+        [timeout] = group.exceptions
+        assert timeout.__notes__ == ["the work failed later: test_scope.WorkerError: w failed"]
 
     @pytest.mark.anyio
     async def test_a_failed_create_stops_its_work_before_rolling_back(self) -> None:

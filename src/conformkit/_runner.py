@@ -11,7 +11,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from signal import SIGINT as _SIGINT
 from time import monotonic, perf_counter
-from types import CoroutineType, FrameType, TracebackType
+from types import CoroutineType, FrameType, GeneratorType, NoneType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
@@ -252,6 +252,7 @@ class RunPlan(Generic[API]):
         "members",
         "name",
         "operations",
+        "plain",
         "probe",
         "record",
         "release",
@@ -281,6 +282,8 @@ class RunPlan(Generic[API]):
         self.feature_id = implementation.feature.id
         self.create = implementation.create
         self.create_is_async = inspect.iscoroutinefunction(implementation.create)
+        # The types that create() returned and that are not awaitable.
+        self.plain: set[type] = {NoneType}
         self.case_ids = tuple(planned.case_ids)
         # Looked up case by case as the run reaches them, so that a run builds
         # nothing per case before it starts.
@@ -321,13 +324,18 @@ class Execution(Generic[API]):
         self.results: list[CaseResult | None] = [None] * len(case_ids)
         self.interrupt: BaseException | None = None
         self.called: set[str] = set()  # API operations the cases called, when recording
-        # Scopes whose background work outlived its join, with how many failures
-        # their case's result already holds: later ones go into the report.
-        self.stragglers: list[tuple[FeatureScope, int]] = []
+        # Scopes whose background work outlived its join: its later failures go
+        # into the report.
+        self.stragglers: list[FeatureScope] = []
 
     def late_errors(self) -> list[BaseException]:
         """Failures of background work that ended after its case was judged."""
-        return [exc for scope, known in self.stragglers for exc in scope._outcome[known:]]
+        return [
+            exc
+            for scope in self.stragglers
+            if scope._background is not None
+            for exc in scope._background.late
+        ]
 
     def report(self) -> ContractReport:
         """
@@ -526,6 +534,7 @@ class Execution(Generic[API]):
         probe = plan.probe
         record = plan.record
         spawner = self.spawner
+        plain = plan.plain
         passed = CaseStatus.PASSED
         if timeout is not None:
             lane.frame = sys._getframe()  # on the thread's stack while a stage runs
@@ -551,7 +560,13 @@ class Execution(Generic[API]):
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an
                 # isawaitable() check would cost more than the rest of a trivial case.
-                if create_is_async or type(created) is CoroutineType:
+                # Any other awaitable is awaited too, as open_feature does; a type
+                # seen not to be one is not checked again.
+                if (
+                    create_is_async
+                    or type(created) is CoroutineType
+                    or (type(created) not in plain and _awaitable(created, plain))
+                ):
                     created = await created
                 stage = "case"
                 if timeout is not None:
@@ -580,7 +595,7 @@ class Execution(Generic[API]):
             if scope._awaited:
                 # Closing awaited: it joined background work or ran async cleanups.
                 if scope._background is not None and scope._background.outlived:
-                    self.stragglers.append((scope, len(cleanup_errors)))
+                    self.stragglers.append(scope)
                 if overran is None:
                     # The cleanups ran shielded. An outside cancellation that
                     # arrived meanwhile is honoured now, unless the lane's own
@@ -812,6 +827,15 @@ def _probed(result: CaseResult, declared: str) -> CaseResult:
             duration=result.duration, stale=True,
         )  # fmt: skip
     return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
+
+
+def _awaitable(value: object, plain: set[type]) -> bool:
+    """Whether ``value`` is awaitable; remember its type when it is not (nor a generator)."""
+    if inspect.isawaitable(value):
+        return True
+    if type(value) is not GeneratorType:  # a generator may or may not be awaitable
+        plain.add(type(value))
+    return False
 
 
 def _none(api: object) -> bool:

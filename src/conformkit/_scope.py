@@ -7,6 +7,7 @@ import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, TypeVarTuple, cast, final
 
@@ -165,6 +166,7 @@ class FeatureScope:
     ) -> None:
         background = self._background
         assert background is not None
+        _within.set((self, "background work"))  # this task's own context
         try:
             with anyio.CancelScope() as cancel_scope:
                 if self._state is not _OPEN:
@@ -187,12 +189,13 @@ class FeatureScope:
                             background.guards.discard(guard)
                 except StageStuck as stuck:
                     background.interrupted = stuck_detail(stuck)
-                except Exception as exc:
-                    background.errors.append(exc)
-                    if background.outlived:
-                        # The join gave up on this work before it failed: the
-                        # failure still belongs to the scope's outcome.
-                        self._outcome.append(exc)
+                except anyio.get_cancelled_exc_class() as exc:
+                    if cancel_scope.cancel_called:
+                        raise  # its cancellation: the scope above absorbs it
+                    background.failed(exc)  # a stray one, raised by the work itself
+                except BaseException as exc:
+                    # KeyboardInterrupt included: the host decides what it stops.
+                    background.failed(exc)
                 finally:
                     background.scopes.discard(cancel_scope)
         finally:
@@ -205,6 +208,14 @@ class FeatureScope:
         Close the scope once and return the failures; later and concurrent callers
         get the same list.
         """
+        within = _within.get()
+        if within is not None and within[0] is self:
+            # Awaited from this scope's own cleanup or background work, closing
+            # would wait for itself, forever or until its deadline.
+            raise RuntimeError(
+                f"dispose() of {self._where()} was called from its own {within[1]}, "
+                f"which closing waits for: it would wait for itself"
+            )
         if self._state is not _OPEN:
             if self._state is _CLOSING:
                 if self._closed is None:
@@ -295,12 +306,11 @@ class FeatureScope:
         errors.extend(background.errors)  # work that failed before closing, too
         if background.overran:
             how = "" if background.interrupted is None else f"; {background.interrupted}"
-            errors.append(
-                TimeoutError(
-                    f"{self._where()}: background work did not finish within "
-                    f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
-                )
+            background.timed_out = TimeoutError(
+                f"{self._where()}: background work did not finish within "
+                f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
             )
+            errors.append(background.timed_out)
         elif late is not None:
             errors.append(late)
 
@@ -329,13 +339,17 @@ class FeatureScope:
         :class:`StageStuck` instead of the next cancellation, ``grace`` seconds on.
         """
         timeout = self._timeout
-        if timeout is None:
-            with anyio.CancelScope(shield=True):
-                await result
-            return None
-        guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
-        with anyio.move_on_after(timeout, shield=True) as deadline:
-            await interruptible(result, guard)
+        token = _within.set((self, "cleanup"))
+        try:
+            if timeout is None:
+                with anyio.CancelScope(shield=True):
+                    await result
+                return None
+            guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
+            with anyio.move_on_after(timeout, shield=True) as deadline:
+                await interruptible(result, guard)
+        finally:
+            _within.reset(token)
         if not deadline.cancelled_caught:
             return None
         return f"cancelled in {guard.where}" if guard.where else ""
@@ -350,10 +364,12 @@ class _Background:
         "errors",
         "guards",
         "interrupted",
+        "late",
         "live",
         "outlived",
         "overran",
         "scopes",
+        "timed_out",
     )
 
     def __init__(self) -> None:
@@ -366,6 +382,29 @@ class _Background:
         self.done: anyio.Event | None = None
         # How work that ignored its cancellation was stuck, once interrupted.
         self.interrupted: str | None = None
+        # The join's failure, once it gave up on work still running; and what
+        # that work raised afterwards.
+        self.timed_out: TimeoutError | None = None
+        self.late: list[BaseException] = []
+
+    def failed(self, error: BaseException) -> None:
+        """
+        Work failed: before the join gave up on it, a failure of the scope; after,
+        a late one, which leaves the scope's outcome as every caller already got
+        it, and is told in the notes of the join's timeout.
+        """
+        if self.outlived:
+            self.late.append(error)
+            if self.timed_out is not None:
+                self.timed_out.add_note(f"the work failed later: {describe_error(error)}")
+        else:
+            self.errors.append(error)
+
+
+_within: ContextVar[tuple[FeatureScope, str] | None] = ContextVar(
+    "conformkit_within_scope", default=None
+)
+"""The scope whose async cleanup or background work is running in this context, and which."""
 
 
 def _deadline(timeout: float | None) -> float:
