@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anyio
 import anyio.lowlevel
@@ -951,6 +951,50 @@ def dispose_early_and_leaving_agree_when_work_fails_late(trace: Trace, backend: 
 
     anyio.run(use, backend=backend)
     return seen
+
+
+# Un-awaited coroutines: a sync case written against an async API fails.
+
+
+class AsyncTrace(Trace):
+    """The trace with an async method, as an async API has."""
+
+    async def write(self, event: str) -> None:
+        self.add(event)
+
+
+def async_api(trace: Trace, case: Callable[[AsyncTrace], None]) -> Outcome:
+    implementation, _ = contract(trace, {"first": passes})
+    api = AsyncTrace()
+    api.events = trace.events
+
+    class AsyncCreate(type(implementation)):  # type: ignore[misc]
+        async def create(self, scope: ck.FeatureScope) -> AsyncTrace:
+            await super().create(scope)
+            return api
+
+    suite = ck.ContractSuite(implementation.feature, {"first": cast("Case", case)})
+    return {"run": suite, "implementation": AsyncCreate()}
+
+
+@fault(("failed",), says=["RuntimeWarning: coroutine api.write() was never awaited"])
+def a_sync_case_drops_a_coroutine_of_the_api(trace: Trace, backend: Backend) -> Outcome:
+    def forgets(api: AsyncTrace) -> None:
+        api.write("never")  # type: ignore[unused-coroutine]  # the fault under test
+
+    parts = async_api(trace, forgets)
+    return run(backend, parts["implementation"], parts["run"])
+
+
+@fault(("failed",), says=["RuntimeWarning: coroutine api.write() was never awaited"])
+def a_sync_case_drops_a_coroutine_while_calls_are_recorded(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def forgets(api: AsyncTrace) -> None:
+        api.write("never")  # type: ignore[unused-coroutine]  # the fault under test
+
+    parts = async_api(trace, forgets)
+    return run(backend, parts["implementation"], parts["run"], reject_vacuous=True)
 
 
 # -- playing the scenarios (in the subprocess) -------------------------------------------

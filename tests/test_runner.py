@@ -15,6 +15,7 @@ import time
 import traceback
 import tracemalloc
 import unittest
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -899,6 +900,63 @@ class TestReasons:
             "case 'a' failed: create() returned None (a forgotten return?), and the case "
             "raised AttributeError: 'NoneType' object has no attribute 'log'"
         )
+
+
+class AsyncStore:
+    """An async API, for sync cases that forget to await it."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    async def write(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+
+class TestUnawaitedCoroutines:
+    """A sync case that drops a coroutine of the API fails, naming the call."""
+
+    @staticmethod
+    def store_rig(
+        case: Callable[[AsyncStore], None],
+    ) -> tuple[ck.FeatureImplementation[AsyncStore], ck.ContractSuite[AsyncStore]]:
+        the_feature = ck.Feature[AsyncStore]("test.runner.unawaited", cases=("writes", "after"))
+
+        class Store(ck.FeatureImplementation[AsyncStore]):
+            feature = the_feature
+            coverage = the_feature.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> AsyncStore:
+                return AsyncStore()
+
+        async def after(api: AsyncStore) -> None:
+            await api.write("k", "v")
+
+        return Store(), ck.ContractSuite(the_feature, {"writes": case, "after": after})
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("reject_vacuous", [False, True])
+    async def test_a_coroutine_never_awaited_fails_the_case(self, reject_vacuous: bool) -> None:
+        """`api.write(...)` without await: the case fails; it would pass doing nothing."""
+
+        def writes(api: AsyncStore) -> None:
+            api.write("k", "v")  # type: ignore[unused-coroutine]  # the defect under test
+
+        report = await ck.run_contract(*self.store_rig(writes), reject_vacuous=reject_vacuous)
+        assert statuses(report) == [FAILED, PASSED]
+        assert "RuntimeWarning: coroutine api.write() was never awaited" in (
+            report["writes"].reason or ""
+        )
+
+    @pytest.mark.anyio
+    async def test_other_warnings_of_a_sync_case_are_emitted_as_they_came(self) -> None:
+        """A warning the case raises for its own reasons is emitted again, not swallowed."""
+
+        def warns(api: AsyncStore) -> None:
+            warnings.warn("unrelated", UserWarning, stacklevel=1)
+
+        with pytest.warns(UserWarning, match="unrelated"):
+            report = await ck.run_contract(*self.store_rig(warns))
+        assert statuses(report) == [PASSED, PASSED]
 
 
 class Deferred:

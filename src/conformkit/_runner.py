@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import typing
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from signal import SIGINT as _SIGINT
 from time import monotonic, perf_counter
@@ -45,6 +46,7 @@ else:
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
+_RECORDING_FILE: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_recording.py")
 # The host's own frames, dropped from the front of a case's traceback; the bundled
 # profiles' case functions live in the package too, and are kept.
 _HOST_FILES: Final = frozenset(
@@ -96,6 +98,7 @@ def _bind(function: FamilyFunction[API], param: Any) -> CaseFunction[API]:
     def member(api: API) -> Awaitable[None] | None:
         return function(api, param)
 
+    member._conformkit_family = function  # type: ignore[attr-defined]  # sync or async?
     return member
 
 
@@ -256,6 +259,7 @@ class RunPlan(Generic[API]):
         "probe",
         "record",
         "release",
+        "sync_cases",
         "timeout",
     )
 
@@ -284,6 +288,8 @@ class RunPlan(Generic[API]):
         self.create_is_async = inspect.iscoroutinefunction(implementation.create)
         # The types that create() returned and that are not awaitable.
         self.plain: set[type] = {NoneType}
+        # Whether each case function met so far is sync (not a coroutine function).
+        self.sync_cases: dict[object, bool] = {}
         self.case_ids = tuple(planned.case_ids)
         # Looked up case by case as the run reaches them, so that a run builds
         # nothing per case before it starts.
@@ -535,6 +541,7 @@ class Execution(Generic[API]):
         record = plan.record
         spawner = self.spawner
         plain = plan.plain
+        sync_cases = plan.sync_cases
         passed = CaseStatus.PASSED
         if timeout is not None:
             lane.frame = sys._getframe()  # on the thread's stack while a stage runs
@@ -574,7 +581,10 @@ class Execution(Generic[API]):
                 if record:
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
-                outcome = function(created)
+                sync = sync_cases.get(function)
+                if sync is None:
+                    sync = _is_sync(function, sync_cases)
+                outcome = _call_sync(function, created) if sync else function(created)
                 if outcome is not None:
                     await outcome
                 if timeout is not None:
@@ -827,6 +837,72 @@ def _probed(result: CaseResult, declared: str) -> CaseResult:
             duration=result.duration, stale=True,
         )  # fmt: skip
     return CaseResult(result.case_id, CaseStatus.UNSUPPORTED, declared, duration=result.duration)
+
+
+def _is_sync(function: object, cache: dict[object, bool]) -> bool:
+    """Whether a case function is sync; remembered, unless it is a family's member."""
+    family = getattr(function, "_conformkit_family", None)
+    target = function if family is None else family
+    sync = not inspect.iscoroutinefunction(target) and not inspect.iscoroutinefunction(
+        getattr(target, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
+    if family is None:
+        cache[function] = sync
+    return sync
+
+
+def _call_sync(function: CaseFunction[Any], api: object) -> Awaitable[None] | None:
+    """
+    Call a sync case function, failing it when it created a coroutine and dropped
+    it without awaiting it: a sync case written against an async API, whose
+    calls would otherwise do nothing and pass.
+
+    A sync call cannot interleave with other tasks, so the warnings recorded
+    around it are its own; the others are emitted again, as they came.
+    """
+    dropped: list[str] = []
+    others: list[warnings.WarningMessage] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            outcome = function(api)  # a coroutine it dropped is warned about by now
+        finally:
+            index = 0
+            while index < len(caught):
+                warning = caught[index]
+                index += 1
+                if warning.category is RuntimeWarning and isinstance(warning.source, CoroutineType):
+                    coroutine = warning.source
+                    if coroutine.cr_code.co_filename != _RECORDING_FILE:
+                        dropped.append(_coroutine_call(coroutine, api))
+                    # Let it go now: a coroutine it held (a recording proxy's call
+                    # holds the API's) warns in turn, and is recorded here too.
+                    warning.source = None
+                    del coroutine
+                else:
+                    others.append(warning)
+    for warning in others:
+        warnings.warn_explicit(
+            warning.message, warning.category, warning.filename, warning.lineno,
+            source=warning.source,
+        )  # fmt: skip
+    if dropped:
+        raise RuntimeWarning(
+            f"coroutine {dropped[0]} was never awaited"
+            f"{f' (and {len(dropped) - 1} more)' if len(dropped) > 1 else ''}: a sync case "
+            f"calls an async API; make it 'async def' and await each call"
+        )
+    return outcome
+
+
+def _coroutine_call(coroutine: CoroutineType[Any, Any, Any], api: object) -> str:
+    """``api.write()`` for a coroutine of the API's method ``write``, else ``Owner.name()``."""
+    name = coroutine.__qualname__
+    target = getattr(api, "_conformkit_target", api)  # the API behind a recording proxy
+    owner, _, method = name.rpartition(".")
+    if owner and any(owner == klass.__qualname__ for klass in type(target).__mro__):
+        return f"api.{method}()"
+    return f"{name}()"
 
 
 def _awaitable(value: object, plain: set[type]) -> bool:
