@@ -997,6 +997,215 @@ def a_sync_case_drops_a_coroutine_while_calls_are_recorded(
     return run(backend, parts["implementation"], parts["run"], reject_vacuous=True)
 
 
+# The lifecycle's own rules, under the same checks.
+
+
+async def stale_cancellation() -> BaseException:
+    """A cancellation exception caught in a scope that has ended: raising it cancels nothing."""
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class() as exc:
+            caught = exc
+            raise
+    return caught
+
+
+@fault(("passed", "failed", "passed"), says=["raised with no cancellation under way"])
+def a_case_raises_a_stray_cancellation_among_concurrent_ones(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    async def stray(api: Trace) -> None:
+        raise await stale_cancellation()
+
+    cases: dict[str, Case] = {"one": passes, "stray": stray, "two": passes}
+    return run(backend, *contract(trace, cases), max_concurrency=3)
+
+
+@fault(("unavailable", "passed"), says=["unavailable: conformkit.FeatureUnavailable: no server"])
+def create_finds_a_facility_missing(trace: Trace, backend: Backend) -> Outcome:
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    create = in_create(ck.FeatureUnavailable("no server"))
+    return run(backend, *contract(trace, cases, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["only when create() raises it"])
+def a_case_raises_feature_unavailable(trace: Trace, backend: Backend) -> Outcome:
+    async def unavailable(api: Trace) -> None:
+        raise ck.FeatureUnavailable("too late to say so")
+
+    return run(backend, *contract(trace, {"first": unavailable, "second": passes}))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: ValueError: third (and 1 more)"])
+def every_cleanup_runs_when_several_fail(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.first", raising(ValueError("first")))
+            trace.defer(scope, "first.second")
+            trace.defer(scope, "first.third", raising(ValueError("third")), is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in create(): ValueError: setup broke"])
+def create_fails_after_registering_cleanups(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.late", is_async=True)
+            raise ValueError("setup broke")
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(
+    FAILED_THEN_PASSED, says=["failed in create(): ValueError: setup broke", "cleanup(s) failed"]
+)
+def create_fails_and_so_does_a_rollback_cleanup(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.rollback", raising(OSError("rollback broke")))
+            raise ValueError("setup broke")
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'create' exceeded the 0.2s deadline (cancelled in"])
+def an_async_create_hangs(trace: Trace, backend: Backend) -> Outcome:
+    async def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            await anyio.sleep(60)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["exceeded the 0.2s deadline (stage 'cleanup'; cancelled in"])
+def an_async_cleanup_hangs(trace: Trace, backend: Backend) -> Outcome:
+    async def hangs() -> None:
+        await anyio.sleep(60)
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.hangs", hangs, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: ValueError: worker broke"])
+def background_work_fails(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+
+            async def breaks() -> None:
+                raise ValueError("worker broke")
+
+            scope.start_soon(breaks)
+
+    async def waits(api: Trace) -> None:
+        await anyio.sleep(TINY / 4)
+
+    return run(backend, *contract(trace, {"first": waits, "second": passes}, create=create))
+
+
+def reports_the_late_failure(outcome: Outcome) -> None:
+    assert outcome["late"] == ["failed after its case was judged"]
+
+
+@fault(
+    FAILED_THEN_PASSED,
+    says=["background work did not finish within 0.2s"],
+    extra=reports_the_late_failure,
+)
+def background_work_outlives_its_join_and_fails_later(trace: Trace, backend: Backend) -> Outcome:
+    events: dict[str, anyio.Event] = {}
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            events["release"] = anyio.Event()
+
+            async def deaf() -> None:
+                with anyio.CancelScope(shield=True):
+                    await events["release"].wait()  # no cancellation reaches it
+                raise ValueError("failed after its case was judged")
+
+            scope.start_soon(deaf)
+
+    async def started(api: Trace) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    async def releases(api: Trace) -> None:
+        events["release"].set()
+        await anyio.sleep(TINY / 4)
+
+    cases: dict[str, Case] = {"first": started, "second": releases}
+    return run(backend, *contract(trace, cases, create=create))
+
+
+@fault(propagates="KeyboardInterrupt")
+def background_work_raises_keyboard_interrupt(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+
+            async def interrupts() -> None:
+                raise KeyboardInterrupt
+
+            scope.start_soon(interrupts)
+
+    async def waits(api: Trace) -> None:
+        await anyio.sleep(TINY / 4)
+
+    return run(backend, *contract(trace, {"first": waits, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["failed in cleanup: SystemExit: 0"])
+def background_work_calls_sys_exit(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+
+            async def exits() -> None:
+                sys.exit(0)
+
+            scope.start_soon(exits)
+
+    async def waits(api: Trace) -> None:
+        await anyio.sleep(TINY / 4)
+
+    return run(backend, *contract(trace, {"first": waits, "second": passes}, create=create))
+
+
+@fault(extra=was_cancelled)
+def an_outside_cancellation_during_a_case(trace: Trace, backend: Backend) -> Outcome:
+    async def hangs(api: Trace) -> None:
+        await anyio.sleep(60)
+
+    implementation, suite = contract(trace, {"first": hangs, "second": passes})
+
+    async def main() -> Outcome:
+        with anyio.move_on_after(TINY) as outer:
+            await ck.run_contract(implementation, suite, timeout=None)
+        return {"cancelled": outer.cancelled_caught}
+
+    return anyio.run(main, backend=backend)
+
+
+@fault(propagates="ValueError", says=["the case's own"])
+def contract_case_run_raises_the_case_error(trace: Trace, backend: Backend) -> None:
+    async def fails(api: Trace) -> None:
+        raise ValueError("the case's own")
+
+    [case] = ck.contract_cases(*contract(trace, {"first": fails}))
+    case.run_sync(backend=backend)  # type: ignore[arg-type]
+
+
+@fault(propagates="ExceptionGroup", says=["body broke", "cleanup broke"])
+def an_open_feature_body_and_a_cleanup_fail(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(scope, "session.fails", raising(OSError("cleanup broke")))
+
+    session(trace, backend, raising(ValueError("body broke")), create)
+
+
 # -- playing the scenarios (in the subprocess) -------------------------------------------
 
 

@@ -132,3 +132,9 @@ def check_deadlines(implementation: RemoteText) -> None:
     ck.run_contract_sync(implementation, suite, timeout=ck.DEFAULT_TIMEOUT)  # the same
     ck.run_contract_sync(implementation, suite, timeout=None)  # no deadline
     ck.contract_cases(implementation, suite, timeout=2)
+
+
+def check_tracebacks(implementation: RemoteText) -> None:
+    report = ck.run_contract_sync(implementation, suite, keep_tracebacks=True)
+    assert_type(report["missing"].error, BaseException | None)
+    ck.run_contract_sync(implementation, suite, keep_tracebacks="yes")  # type: ignore[arg-type]
