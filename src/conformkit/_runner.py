@@ -159,16 +159,6 @@ class _Lane(Watch):
         else:
             self.cancel_scope.deadline = anyio.current_time() + timeout
 
-    def check(self, timeout: float) -> None:
-        """
-        End the last stage of a case, which may have returned after its deadline.
-
-        :raises _Late: if the stage ended after its deadline.
-        """
-        now = monotonic()
-        if now > self.due:
-            raise _Late(now - self.due + timeout)
-
     def disarm(self) -> bool:
         """
         End the stages of a case; return whether one overran, cancelling the lane's scope.
@@ -540,6 +530,7 @@ class Execution(Generic[API]):
         probe = plan.probe
         record = plan.record
         spawner = self.spawner
+        watch = lane if timeout is not None else None  # each case's cleanups are stages too
         plain = plan.plain
         sync_cases = plan.sync_cases
         passed = CaseStatus.PASSED
@@ -554,13 +545,12 @@ class Execution(Generic[API]):
                     continue
                 declared = marker.reason
             function = functions[case_id] if case_id not in members else plan.function(case_id)
-            scope = FeatureScope(spawner, feature_id, case_id, timeout)
+            scope = FeatureScope(spawner, feature_id, case_id, timeout, watch)
             error: BaseException | None = None
             recorder: CallRecorder | None = None
             stage = "create"
             started = perf_counter()
             if timeout is not None:
-                scope._watch = lane
                 lane.case_id = case_id
                 lane.arm(timeout, stage)
             try:
@@ -587,14 +577,18 @@ class Execution(Generic[API]):
                 outcome = _call_sync(function, created) if sync else function(created)
                 if outcome is not None:
                     await outcome
-                if timeout is not None:
-                    lane.stuck_at = None  # no call before: nothing may interrupt it
-                    lane.check(timeout)
+                lane.stuck_at = None  # no call before: nothing may interrupt it
             except BaseException as exc:
                 lane.stuck_at = None  # first: the watchdog interrupts only the stage
                 error = exc
             overran: str | None = None
             if timeout is not None:
+                if error is None:
+                    # Returned by itself, maybe after its deadline: sync code that
+                    # blocks the event loop is never cancelled.
+                    now = monotonic()
+                    if now > lane.due:
+                        error = _Late(now - lane.due + timeout)
                 cancelled = lane.disarm()
                 if cancelled or type(error) in _OVERRUNS:
                     # Read now: the cleanups rearm the lane.
@@ -715,13 +709,13 @@ def _waker() -> Callable[[Watch, float], None] | None:
     if task is None:
         return None
 
-    def wake_task(watch: Watch, due: float) -> None:
-        if watch.due == due and watch.stuck_at is not None and watch.stage != "cleanup":
+    def wake_task(watch: Watch, stage: float) -> None:
+        if watch.stuck_at == stage and watch.stage != "cleanup":
             watch.forced = True
             task.cancel()
 
-    def wake(watch: Watch, due: float) -> None:
-        loop.call_soon_threadsafe(wake_task, watch, due)
+    def wake(watch: Watch, stage: float) -> None:
+        loop.call_soon_threadsafe(wake_task, watch, stage)
 
     return wake
 
@@ -732,24 +726,22 @@ _MAIN_THREAD: Final = threading.main_thread().ident
 @final
 class _Signals:
     """
-    The SIGINT handler of a run on the main thread, through which the watchdog
-    thread interrupts sync code that blocks the event loop: a signal ends a
-    blocking call (``time.sleep``, ``Lock.acquire``, a read) where an exception
-    raised from another thread waits for it to return. Any other SIGINT goes to
-    the handler the run found.
+    The SIGINT handler of a run on the main thread.
+
+    Through it the watchdog thread interrupts sync code that blocks the event
+    loop: a signal ends a blocking call (``time.sleep``, ``Lock.acquire``, a
+    read) where an exception raised from another thread waits for it to return.
+    Any other SIGINT is Ctrl-C: the first stops the run cleanly, the second at
+    once. The handler the run found is put back when it ends.
     """
 
-    __slots__ = ("call_soon", "execution", "handle", "pending", "pressed", "previous")
+    __slots__ = ("execution", "handle", "pending", "pressed", "previous")
 
     def __init__(
-        self,
-        previous: Callable[[int, FrameType | None], Any],
-        execution: Execution[Any],
-        call_soon: Callable[[Callable[[], object]], object],
+        self, previous: Callable[[int, FrameType | None], Any], execution: Execution[Any]
     ) -> None:
         self.previous = previous
         self.execution = execution
-        self.call_soon = call_soon
         self.pending: tuple[Watch, float] | None = None
         self.pressed = False  # Ctrl-C was pressed once
         self.handle = self._handle  # one bound method, to know it again
@@ -762,7 +754,7 @@ class _Signals:
         previous = _signal.getsignal(_SIGINT)
         if not callable(previous):
             return None
-        signals = cls(previous, execution, _call_soon_threadsafe())
+        signals = cls(previous, execution)
         _signal.signal(_SIGINT, signals.handle)
         return signals
 
@@ -770,15 +762,15 @@ class _Signals:
         if _signal.getsignal(_SIGINT) is self.handle:
             _signal.signal(_SIGINT, self.previous)
 
-    def interrupt(self, watch: Watch, due: float) -> None:
+    def interrupt(self, watch: Watch, stage: float) -> None:
         """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
-        self.pending = (watch, due)
+        self.pending = (watch, stage)
         kill = getattr(_signal, "pthread_kill", None)  # not on Windows
         if kill is not None and _signal.getsignal(_SIGINT) is self.handle:
             kill(_MAIN_THREAD, _SIGINT)
         else:  # the code under test replaced the handler
             self.pending = None
-            raise_in_thread(watch, due)
+            raise_in_thread(watch, stage)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         pending = self.pending
@@ -789,11 +781,13 @@ class _Signals:
             if self.pressed:
                 raise KeyboardInterrupt
             self.pressed = True
-            self.call_soon(self.execution.stop)  # not from here: the loop may be mid-step
+            # Not from here: the loop may be mid-step. The handler runs in the
+            # event loop's thread, which knows its loop.
+            _call_soon_threadsafe()(self.execution.stop)
             return
         self.pending = None
-        watch, due = pending
-        if watch.due != due or watch.stuck_at is None:
+        watch, stage = pending
+        if watch.stuck_at != stage:
             return  # the stage ended meanwhile
         while frame is not None:
             if frame is watch.frame:
@@ -1020,9 +1014,12 @@ async def run_contract(
     always. Unsupported cases are reported and never run. Results follow the
     feature's declared case order, whatever the concurrency.
 
-    :param timeout: seconds each stage (create, the case, each async cleanup) may
-        take; a stage that overruns fails the case with a reason naming the
-        feature, the case and the stage. ``None`` disables the deadlines.
+    :param timeout: seconds each stage (create, the case, each cleanup) may take;
+        by default, the implementation's own ``timeout`` (:data:`DEFAULT_TIMEOUT`,
+        5 seconds, unless it declares another). A stage that overruns, or returns
+        after its deadline, fails the case with a reason naming the feature, the
+        case and the stage; a stuck one is interrupted where Python allows.
+        ``None`` disables the deadlines.
     :param max_concurrency: how many cases may run at once.
     :param reject_vacuous: record the calls each case makes through the API (the
         case gets a recording proxy) and fail a case that passed without calling
@@ -1040,6 +1037,9 @@ async def run_contract(
     :raises ContractDefinitionError: before anything runs, if the suite and the
         implementation do not belong to the same feature, the suite lacks a case
         or the coverage is incomplete.
+    :raises KeyboardInterrupt: as itself, once every cleanup ran, on Ctrl-C or
+        when the code under test raises it; the failures seen on the way out are
+        in its ``__notes__``. Any other ``BaseException`` fails its case.
     """
     plan = RunPlan(
         implementation,

@@ -77,6 +77,7 @@ class FeatureScope:
         feature_id: str,
         case_id: str | None,
         timeout: float | None,
+        watch: Watch | None = None,
     ) -> None:
         # Kept to the minimum: the runner makes one scope per case. Background
         # work, the closing event and the waiters' event are made when first needed.
@@ -95,7 +96,7 @@ class FeatureScope:
         self._awaited = False
         # The runner's lane, which the watchdog thread watches: each cleanup is a
         # stage it may interrupt. None outside a run.
-        self._watch: Watch | None = None
+        self._watch = watch
 
     def __repr__(self) -> str:
         return f"<FeatureScope {self._where()} {self._state.value}>"
@@ -208,7 +209,9 @@ class FeatureScope:
         Close the scope once and return the failures; later and concurrent callers
         get the same list.
         """
-        within = _within.get()
+        # Only a scope closing already, or with background work, can be closed
+        # from its own cleanup or work: the others do not look.
+        within = _within.get() if self._state is not _OPEN or self._background is not None else None
         if within is not None and within[0] is self:
             # Awaited from this scope's own cleanup or background work, closing
             # would wait for itself, forever or until its deadline.
@@ -232,37 +235,34 @@ class FeatureScope:
             if self._background is not None:
                 await self._join_background(self._background, errors)
             timeout = self._timeout
-            watch = self._watch
             cleanups = self._cleanups
             # Each cleanup is a stage: one that returns after its deadline fails
-            # too, sync code included, though nothing could cancel it.
+            # too, sync code included, though nothing could cancel it; and the
+            # watchdog thread may interrupt it (outside a run, nothing watches).
+            watch = self._watch or _UNWATCHED
+            watch.stage = "cleanup"
+            if watch.first_cancel is not None:
+                watch.first_cancel = None
+            stuck_after = watch.grace + (timeout or 0.0)
             begun = monotonic() if timeout is not None and cleanups else 0.0
-            if watch is not None:
-                watch.stage = "cleanup"
             while cleanups:
                 cleanup = cleanups.pop()
                 detail: str | None = None  # how it overran, when that is known
-                if watch is not None:
-                    # Each cleanup is a stage the watchdog thread may interrupt.
-                    watch.due = due = begun + _deadline(timeout)
-                    watch.first_cancel = None
-                    watch.stuck_at = due + watch.grace
+                watch.stuck_at = begun + stuck_after
                 try:
                     result = cleanup()
                     if result is not None and inspect.isawaitable(result):
                         self._awaited = True
                         detail = await self._await_cleanup(result)
-                    if watch is not None:
-                        watch.stuck_at = None  # no call before: nothing may interrupt it
+                        watch.first_cancel = None
+                    watch.stuck_at = None  # no call before: nothing may interrupt it
                 except StageStuck as stuck:
-                    if watch is not None:
-                        watch.stuck_at = None
+                    watch.stuck_at = None
                     detail = stuck_detail(stuck)
                 except BaseException as exc:
-                    if watch is not None:
-                        watch.stuck_at = None
+                    watch.stuck_at = None
                     errors.append(exc)
-                if watch is not None and watch.pending:
+                if watch.pending:
                     watch.settle()
                 if timeout is not None:
                     ended = monotonic()
@@ -400,6 +400,9 @@ class _Background:
         else:
             self.errors.append(error)
 
+
+_UNWATCHED: Final = Watch(None)
+"""What a scope that no run watches arms its cleanups on: a watch no thread looks at."""
 
 _within: ContextVar[tuple[FeatureScope, str] | None] = ContextVar(
     "conformkit_within_scope", default=None

@@ -128,9 +128,9 @@ class Watch(Guard):
     runner's lanes are watches.
 
     :ivar stuck_at: the monotonic time after which the armed stage is stuck, or
-        ``None`` when no stage is armed.
-    :ivar due: when the armed stage must end; it also tells stages apart, so
-        that a look the watchdog took at one stage is never acted on at the next.
+        ``None`` when no stage is armed. It also tells stages apart, so that a
+        look the watchdog took at one stage is never acted on at the next.
+    :ivar due: when the armed stage must end (of a cleanup: not kept).
     :ivar stage: the armed stage: ``"create"``, ``"case"`` or ``"cleanup"``; the
         cancellations of a cleanup are not intercepted (each async cleanup is
         guarded on its own).
@@ -420,7 +420,7 @@ class _Watchdog:
         self.wake = threading.Event()  # set by add() while the thread sleeps
         self.sleeping = False
         self.thread: threading.Thread | None = None
-        # What the thread did to each watch's stage: (its due, when to look again).
+        # What the thread did to each watch's stage: (its stuck_at, when to look again).
         self.fired: dict[Watch, tuple[float, float]] = {}
 
     def add(self, watch: Watch) -> None:
@@ -464,48 +464,47 @@ class _Watchdog:
                 stuck_at = watch.stuck_at
                 if stuck_at is None or now < stuck_at:
                     continue
-                due = watch.due
                 fired = self.fired.get(watch)
-                if fired is None or fired[0] != due:
-                    self.fired[watch] = (due, now + watch.grace)
-                    _fire(watch, due)
+                if fired is None or fired[0] != stuck_at:
+                    self.fired[watch] = (stuck_at, now + watch.grace)
+                    _fire(watch, stuck_at)
                 elif now >= fired[1] > 0:
-                    self.fired[watch] = (due, 0.0)  # reported once
-                    _report(watch, due)
+                    self.fired[watch] = (stuck_at, 0.0)  # reported once
+                    _report(watch, stuck_at)
 
 
-def _fire(watch: Watch, due: float) -> None:
+def _fire(watch: Watch, stage: float) -> None:
     """A stage is stuck: interrupt it where it runs."""
     if on_thread_stack(watch.thread_id, watch.frame):
         # The event loop's thread is running the stage: sync code blocks the loop.
         watch.stack = format_frames(thread_frames(watch.thread_id))
         if watch.interrupt is not None:
-            watch.interrupt(watch, due)
+            watch.interrupt(watch, stage)
         else:
-            raise_in_thread(watch, due)
+            raise_in_thread(watch, stage)
     elif watch.wake is not None:
-        watch.wake(watch, due)
+        watch.wake(watch, stage)
 
 
-def _report(watch: Watch, due: float) -> None:
+def _report(watch: Watch, stage: float) -> None:
     """A stage is still stuck after its interruption: say where, through the hook."""
     if on_thread_stack(watch.thread_id, watch.frame):
         stack = format_frames(thread_frames(watch.thread_id))
     else:
         stack = format_frames(frames_of(watch.coroutine))
-    if watch.due != due or watch.stuck_at is None:
+    if watch.stuck_at != stage:
         return  # it ended meanwhile
     watch.stack = stack
     _stuck_hook(watch)
 
 
-def raise_in_thread(watch: Watch, due: float) -> None:
+def raise_in_thread(watch: Watch, stage: float) -> None:
     """Raise StageStuck in the event loop's thread, unless the stage ends first."""
     if watch.lock is None:
         watch.lock = threading.Lock()
     watch.pending = True  # before the look at the stage: see Watch.stop()
     with watch.lock:
-        if watch.due == due and watch.stuck_at is not None:
+        if watch.stuck_at == stage:
             _set_async_exc(watch.thread_id, StageStuck)
         else:
             watch.pending = False
