@@ -30,6 +30,7 @@ import anyio.lowlevel
 import pytest
 
 import conformkit as ck
+from test_runner import stale_cancellation
 
 TINY = 0.2
 """The stage deadline of most scenarios: a stuck stage is interrupted 0.2 s after it."""
@@ -998,18 +999,6 @@ def a_sync_case_drops_a_coroutine_while_calls_are_recorded(
 
 
 # The lifecycle's own rules, under the same checks.
-
-
-async def stale_cancellation() -> BaseException:
-    """A cancellation exception caught in a scope that has ended: raising it cancels nothing."""
-    with anyio.CancelScope() as scope:
-        scope.cancel()
-        try:
-            await anyio.sleep_forever()
-        except anyio.get_cancelled_exc_class() as exc:
-            caught = exc
-            raise
-    return caught
 
 
 @fault(("passed", "failed", "passed"), says=["raised with no cancellation under way"])
