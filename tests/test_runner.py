@@ -903,13 +903,20 @@ class TestReasons:
 
 
 class AsyncStore:
-    """An async API, for sync cases that forget to await it."""
+    """
+    An async API, for sync cases that forget to await it. Its sync ``size()``
+    lets a sync case be defined at all (see test_suite's TestSyncCasesOverAsyncAPIs);
+    the run then catches the coroutine it drops.
+    """
 
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
 
     async def write(self, key: str, value: str) -> None:
         self.values[key] = value
+
+    def size(self) -> int:
+        return len(self.values)
 
 
 class TestUnawaitedCoroutines:

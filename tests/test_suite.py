@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 import pytest
 
@@ -74,3 +75,105 @@ class TestRegistration:
         """The repr shows the feature ID and the registered cases."""
         suite = ck.ContractSuite(feature, {"read": read})
         assert repr(suite) == "ContractSuite('kv', cases=['read'])"
+
+
+class TextAPI(Protocol):
+    async def write(self, key: str, value: str) -> None: ...
+    async def read(self, key: str) -> str: ...
+
+
+class TextAPIWithSize(TextAPI, Protocol):
+    def size(self) -> int: ...
+
+
+class TextAPIWithName(TextAPI, Protocol):
+    name: str
+
+
+class TestSyncCasesOverAsyncAPIs:
+    """A plain function that returns nothing, over an API that is all async, is refused."""
+
+    def test_a_sync_case_over_an_async_only_api_is_refused_naming_the_operations(self) -> None:
+        suite = ck.ContractSuite(ck.Feature[TextAPI]("test.suite.sync", cases=("writes",)))
+
+        def writes(api: TextAPI) -> None:
+            api.write("k", "v")  # type: ignore[unused-coroutine]  # the defect under test
+
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            suite.case(writes)
+        message = str(raised.value)
+        assert message.startswith(
+            "case 'writes' of feature 'test.suite.sync' is a plain function that returns "
+            "nothing, but every operation of TextAPI is async (read, write)"
+        )
+        assert "make it 'async def' and await each call" in message
+        assert "writes at " in message
+        assert "test_suite.py" in message
+        assert "writes" not in suite
+
+    def test_the_mapping_form_is_checked_too(self) -> None:
+        feature = ck.Feature[TextAPI]("test.suite.sync", cases=("writes",))
+
+        def writes(api: TextAPI) -> None:
+            return None
+
+        with pytest.raises(ck.ContractDefinitionError, match="is a plain function"):
+            ck.ContractSuite(feature, {"writes": writes})
+
+    def test_a_family_function_is_checked_too(self) -> None:
+        feature = ck.Feature[TextAPI]("test.suite.sync", cases=(), families={"keys": ("a", "b")})
+        suite = ck.ContractSuite(feature)
+
+        def keys(api: TextAPI, key: str) -> None:
+            api.write(key, "v")  # type: ignore[unused-coroutine]  # the defect under test
+
+        with pytest.raises(ck.ContractDefinitionError, match="case 'keys' .* plain function"):
+            suite.family(keys)
+
+    @pytest.mark.parametrize(
+        "case",
+        [
+            pytest.param(lambda api: api.write("k", "v"), id="lambda-returning-the-coroutine"),
+            pytest.param(lambda api: None, id="lambda"),
+        ],
+    )
+    def test_a_lambda_may_return_the_coroutine(self, case: Any) -> None:
+        suite = ck.ContractSuite(ck.Feature[TextAPI]("test.suite.sync", cases=("writes",)))
+        suite.case("writes")(case)
+        assert "writes" in suite
+
+    def test_a_def_returning_a_value_may_return_the_coroutine(self) -> None:
+        suite = ck.ContractSuite(ck.Feature[TextAPI]("test.suite.sync", cases=("writes", "or")))
+
+        def writes(api: TextAPI) -> Awaitable[None]:
+            return api.write("k", "v")
+
+        def or_(api: TextAPI) -> Any:
+            return api.read("k") or None  # reaches its return with the coroutine
+
+        suite.case(writes)
+        suite.case("or")(or_)
+        assert list(suite) == ["writes", "or"]
+
+    @pytest.mark.parametrize(
+        "api_type",
+        [TextAPIWithSize, TextAPIWithName, Any],
+        ids=["a-sync-method", "a-data-member", "unknown-api"],
+    )
+    def test_a_sync_case_is_allowed_when_the_api_has_a_sync_member(self, api_type: Any) -> None:
+        suite = ck.ContractSuite(ck.Feature[api_type]("test.suite.sync", cases=("sizes",)))
+
+        def sizes(api: Any) -> None:
+            assert api.size() == 0
+
+        suite.case(sizes)
+        assert "sizes" in suite
+
+    def test_an_async_case_over_an_async_api_is_allowed(self) -> None:
+        suite = ck.ContractSuite(ck.Feature[TextAPI]("test.suite.sync", cases=("writes",)))
+
+        @suite.case
+        async def writes(api: TextAPI) -> None:
+            await api.write("k", "v")
+
+        assert suite["writes"] is writes

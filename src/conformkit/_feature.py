@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, NamedTuple, TypeAlias, final
@@ -432,6 +433,12 @@ class Feature(Generic[API, CaseName]):
             case_id: coverage[case_id] if case_id in coverage else coverage[members[case_id][0]]
             for case_id in expansion.case_ids
         }
+
+
+def declared_api(feature: object) -> object:
+    """The API type a feature was declared with, ``Feature[API](...)``; ``None`` if unknown."""
+    arguments = typing.get_args(getattr(feature, "__orig_class__", None))
+    return arguments[0] if arguments else None
 
 
 def _family_params(feature_id: str, family: str, params: object) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import inspect
 import os
 import sys
 import threading
-import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from signal import SIGINT as _SIGINT
@@ -19,7 +18,7 @@ import anyio
 
 from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
 from ._explain import describe_error, release_frames
-from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
+from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, declared_api
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
@@ -269,7 +268,7 @@ class RunPlan(Generic[API]):
         self.release = not keep_tracebacks
         self.probe = probe_unsupported
         self.operations = (
-            api_operations(_api_type(implementation.feature)) if reject_vacuous else None
+            api_operations(declared_api(implementation.feature)) if reject_vacuous else None
         )
         self.timeout = stage_timeout(timeout, implementation)
         self.name = type(implementation).__qualname__
@@ -299,13 +298,6 @@ class RunPlan(Generic[API]):
         execution = Execution(self, case_ids)
         await execution.run(max_concurrency)
         return execution
-
-
-def _api_type(feature: object) -> object:
-    """The API type a feature was declared with, ``Feature[API](...)``, if it is known."""
-    declared = getattr(feature, "__orig_class__", None)
-    arguments = typing.get_args(declared)
-    return arguments[0] if arguments else None
 
 
 @final

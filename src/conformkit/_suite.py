@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dis
+import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from types import FunctionType
 from typing import Any, Generic, TypeAlias, TypeVar, final, overload
 
 from ._exceptions import ContractDefinitionError
-from ._feature import API, CaseName, Feature
+from ._feature import API, CaseName, Feature, declared_api
 from ._util import callable_location
 
 CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
@@ -70,6 +73,15 @@ class ContractSuite(Generic[API, CaseName]):
             raise ContractDefinitionError(
                 f"suite of feature {feature.id!r} already has a function for case {name!r} "
                 f"({callable_location(self._cases[name])})"
+            )
+        async_only = _async_only(declared_api(feature))
+        if async_only and _returns_nothing(function):
+            api_name = getattr(declared_api(feature), "__name__", "the API")
+            raise ContractDefinitionError(
+                f"case {name!r} of feature {feature.id!r} is a plain function that returns "
+                f"nothing, but every operation of {api_name} is async "
+                f"({', '.join(async_only)}): its calls would never run; make it 'async def' "
+                f"and await each call ({callable_location(function)})"
             )
         self._cases[name] = function
 
@@ -167,6 +179,58 @@ class ContractSuite(Generic[API, CaseName]):
                 f"suite of feature {self.feature.id!r} has no function for case(s) "
                 f"{', '.join(map(repr, missing))}"
             )
+
+
+def _async_only(api_type: object) -> tuple[str, ...]:
+    """
+    The operations of an API type whose every public member is an ``async def``
+    method; empty when any is not (a sync method, a property, an attribute), or
+    when the type is unknown.
+    """
+    if not isinstance(api_type, type):
+        return ()
+    names = {name for name in dir(api_type) if not name.startswith("_")}
+    names.update(
+        name
+        for klass in api_type.__mro__
+        for name in getattr(klass, "__annotations__", {})
+        if not name.startswith("_")
+    )
+    if not names:
+        return ()
+    for name in names:
+        member = inspect.getattr_static(api_type, name, None)
+        if isinstance(member, staticmethod | classmethod):
+            member = member.__func__
+        if not inspect.iscoroutinefunction(member):
+            return ()
+    return tuple(sorted(names))
+
+
+def _returns_nothing(function: object) -> bool:
+    """
+    Whether ``function`` is a plain ``def`` that can only return ``None``: it
+    cannot hand the runner an awaitable, so it awaits nothing. A ``lambda`` or a
+    ``def`` that returns a value may return a coroutine, and is not judged here.
+    """
+    if not isinstance(function, FunctionType) or function.__name__ == "<lambda>":
+        return False
+    code = function.__code__
+    if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR):
+        return False
+    previous: dis.Instruction | None = None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "RETURN_CONST" and instruction.argval is not None:
+            return False
+        if instruction.opname == "RETURN_VALUE" and not (
+            not instruction.is_jump_target  # reached with another value on the stack
+            and previous is not None
+            and previous.opname == "LOAD_CONST"
+            and previous.argval is None
+        ):
+            return False
+        previous = instruction
+    return True
 
 
 # Shown as conformkit.Name, like every export, whichever way it was first imported.
