@@ -169,12 +169,6 @@ def _indented(outcomes: Iterable[CallOutcome[_T]]) -> str:
     return "\n".join(f"  {outcome}" for outcome in outcomes)
 
 
-def _first_line(text: str) -> str:
-    # A multi-line message (pytest's rewritten assert) would break the listing of
-    # the calls; the whole error is the LawViolation's cause.
-    return text.split("\n", 1)[0]
-
-
 def _calls(indices: list[int]) -> str:
     """``call 1``, ``calls 0 and 1``, ``calls 0, 2 and 3``."""
     if len(indices) == 1:
@@ -283,9 +277,12 @@ class _Race(Generic[_T]):
             raise LawViolation(self._timed_out())
         outcomes = RaceOutcomes(cast("list[CallOutcome[_T]]", self.outcomes))
         if invariant_error is not None:
+            # Only its first line: a multi-line message (pytest's rewritten assert)
+            # would break the listing of the calls; the whole error is the cause.
+            first_line = format_error(invariant_error).partition("\n")[0]
             raise LawViolation(
                 f"{self.where}: the invariant {callable_name(self.invariant)} failed "
-                f"after every call finished: {_first_line(format_error(invariant_error))}\n"
+                f"after every call finished: {first_line}\n"
                 f"{_indented(outcomes)}"
             ) from invariant_error
         return outcomes
