@@ -334,7 +334,9 @@ class TestCallAssertions:
     async def test_assert_called_once_with(self, double: tuple[TextAPI, Any]) -> None:
         """Exactly one call, with these arguments."""
         api, calls = double
-        with pytest.raises(ck.LawViolation, match=r"got 0 call\(s\) of read"):
+        with pytest.raises(
+            ck.LawViolation, match=r"^expected one call read\('k'\); read was never called$"
+        ):
             calls.assert_called_once_with("read", "k")
         await api.read("k")
         calls.assert_called_once_with("read", key="k")
@@ -450,3 +452,93 @@ class TestRecorderProxy:
         target.read = lambda key: "sync"  # type: ignore[assignment,method-assign,return-value]
         api = CallRecorder().wrap(target)
         assert await api.read("k") == "sync"
+
+
+class Counter:
+    """The local plugin a consumer is wired against."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def add(self, amount: int) -> int:
+        self.value += amount
+        return self.value
+
+
+class Tally:
+    """The consumer: counts words through the plugin."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+
+    def count(self, text: str) -> int:
+        if not text.strip():
+            raise ValueError("nothing to count")
+        return self.counter.add(len(text.split()))
+
+
+class ShortcutTally(Tally):
+    """A consumer that answers by itself and never reaches the plugin."""
+
+    def count(self, text: str) -> int:
+        if not text.strip():
+            raise ValueError("nothing to count")
+        return len(text.split())
+
+
+class WiredTally:
+    def __init__(self, tally: type[Tally]) -> None:
+        self.recorder = CallRecorder()
+        self.tally = tally(self.recorder.wrap(Counter()))
+
+
+tallying = ck.Feature[WiredTally]("test.doubles.consumer", cases=("counts", "refuses_blank"))
+tally_suite = ck.ContractSuite(tallying)
+
+
+@tally_suite.case
+def counts(wired: WiredTally) -> None:
+    assert wired.tally.count("two words") == 2
+    wired.recorder.assert_called_once_with("add", 2)
+
+
+@tally_suite.case
+def refuses_blank(wired: WiredTally) -> None:
+    with pytest.raises(ValueError, match="nothing to count"):
+        wired.tally.count(" ")
+    wired.recorder.assert_not_called("add")
+
+
+class Honest(ck.FeatureImplementation[WiredTally]):
+    feature = tallying
+    coverage = tallying.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> WiredTally:
+        return WiredTally(Tally)
+
+
+class Shortcut(ck.FeatureImplementation[WiredTally]):
+    feature = tallying
+    coverage = tallying.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> WiredTally:
+        return WiredTally(ShortcutTally)
+
+
+class TestConsumerContract:
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_a_consumer_that_goes_through_the_plugin_passes(self, backend: Any) -> None:
+        """Wired to the local plugin, the honest consumer passes its happy and failure paths."""
+        report = ck.run_contract_sync(Honest(), tally_suite, backend=backend)
+        ck.assert_contract(report, require_full=True)
+
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_a_consumer_that_bypasses_the_plugin_fails(self, backend: Any) -> None:
+        """Same answers without the plugin: the recorder fails exactly the happy path."""
+        report = ck.run_contract_sync(Shortcut(), tally_suite, backend=backend)
+        assert [(result.case_id, result.status.value) for result in report.results] == [
+            ("counts", "failed"),
+            ("refuses_blank", "passed"),
+        ]
+        assert report["counts"].reason is not None
+        assert "expected one call add(2); add was never called" in report["counts"].reason

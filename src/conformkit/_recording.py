@@ -252,9 +252,9 @@ class CallAssertions:
         self._check_refusals()
         chosen = [call for call in self.calls if call.name == name]
         if len(chosen) != 1 or not self._matches(chosen[0], name, args, kwargs):
+            got = f", got {len(chosen)} call(s) of {name}" if chosen else ""
             raise LawViolation(
-                f"expected one call {show_call(name, args, kwargs)}, got {len(chosen)} call(s) "
-                f"of {name}; {self._calls_of(name)}"
+                f"expected one call {show_call(name, args, kwargs)}{got}; {self._calls_of(name)}"
             )
 
     def assert_has_calls(self, calls: Iterable[Any], *, any_order: bool = False) -> None:
