@@ -9,6 +9,7 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import Any, Final, TypeVar, final
 
 from ._exceptions import ContractDefinitionError, LawViolation
@@ -398,10 +399,18 @@ class _RecordingProxy:
         recorder = self._conformkit_recorder
         if name in self._conformkit_async:
             # A coroutine function stays one: a caller may check before it awaits.
+            # Recorded in this one frame, as awaiting is what a case mostly does.
             async def recorded_async(*args: Any, **kwargs: Any) -> Any:
-                result = recorder._record(name, value, args, kwargs)
-                # The instance may shadow the class's method with a plain one.
-                return await result if inspect.isawaitable(result) else result
+                try:
+                    result = value(*args, **kwargs)
+                    # The instance may shadow the class's method with a plain one.
+                    if type(result) is CoroutineType or inspect.isawaitable(result):
+                        result = await result
+                except BaseException as exc:
+                    recorder.calls.append(Call(name, args, kwargs, None, exc))
+                    raise
+                recorder.calls.append(Call(name, args, kwargs, result))
+                return result
 
             return recorded_async
 

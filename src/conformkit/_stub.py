@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from inspect import Signature
 from typing import Any, Final, Generic, TypeVar, final
 
 from ._exceptions import ContractDefinitionError, LawViolation
@@ -155,13 +156,13 @@ class Stub(CallAssertions, Generic[API]):
         self._refused.append(message)
         return error(message)
 
-    def _answer(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _answer(
+        self, name: str, signature: Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         shown = f"{self.api_type.__qualname__}.{show_call(name, args, kwargs)}"
-        found = method_signature(self.api_type, name)
-        if found is not None:
-            signature, lead = found
+        if signature is not None:
             try:
-                signature.bind(*lead, *args, **kwargs)
+                signature.bind(*args, **kwargs)
             except TypeError as error:
                 raise self._refuse(
                     f"{shown} does not fit the signature {name}{signature}: {error}", TypeError
@@ -277,17 +278,23 @@ def _operation(api_type: type, name: str) -> Callable[..., Any]:
     declared = inspect.getattr_static(api_type, name, None)
     if isinstance(declared, staticmethod | classmethod):
         declared = declared.__func__
+    # Bound once here, so that each call checks its arguments without a lookup.
+    found = method_signature(api_type, name)
+    signature = None
+    if found is not None:
+        full, lead = found
+        signature = full.replace(parameters=list(full.parameters.values())[len(lead) :])
     if inspect.iscoroutinefunction(declared) or name in ("__aenter__", "__aexit__", "__anext__"):
 
         async def answer_async(self: _Answering, *args: Any, **kwargs: Any) -> Any:
-            result = self._conformkit_stub._answer(name, args, kwargs)
+            result = self._conformkit_stub._answer(name, signature, args, kwargs)
             return await result if inspect.isawaitable(result) else result
 
         answer_async.__name__ = answer_async.__qualname__ = name
         return answer_async
 
     def answer(self: _Answering, *args: Any, **kwargs: Any) -> Any:
-        return self._conformkit_stub._answer(name, args, kwargs)
+        return self._conformkit_stub._answer(name, signature, args, kwargs)
 
     answer.__name__ = answer.__qualname__ = name
     return answer
