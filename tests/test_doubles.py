@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import inspect
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -113,6 +114,24 @@ class TestAnswers:
         assert stub.api.label == "stubbed"
         assert stub.calls == []
 
+    @pytest.mark.anyio
+    async def test_an_abstract_base_class_with_a_property(self) -> None:
+        """An ABC works as a Protocol does; its property reads from returns."""
+
+        class Source(abc.ABC):
+            @property
+            @abc.abstractmethod
+            def name(self) -> str: ...
+
+            @abc.abstractmethod
+            async def fetch(self, key: str) -> bytes: ...
+
+        stub = ck.Stub(Source, returns={"name": "s3", "fetch": b"data"})
+        assert stub.api.name == "s3"
+        assert inspect.iscoroutinefunction(stub.api.fetch)
+        assert await stub.api.fetch(key="k") == b"data"
+        stub.assert_called_once_with("fetch", "k")
+
     def test_special_methods(self) -> None:
         """The operators of a mapping-like API type answer like any operation."""
         stub = ck.Stub(
@@ -221,6 +240,26 @@ class TestRefusals:
         assert result.status is ck.CaseStatus.FAILED
         assert result.reason is not None
         assert "unexpected call TextAPI.write('k', 'v')" in result.reason
+
+
+class TestDroppedCoroutines:
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    @pytest.mark.parametrize("reject_vacuous", [False, True])
+    def test_a_sync_case_that_drops_a_stubs_coroutine_fails(
+        self, backend: Any, reject_vacuous: bool
+    ) -> None:
+        """A stub's async operation called and never awaited is named like the API's own."""
+
+        def drops(api: TextAPI) -> None:
+            api.write("k", "v")  # type: ignore[unused-coroutine]
+
+        suite = ck.ContractSuite(refusal_feature, {"writes": drops})
+        report = ck.run_contract_sync(
+            Stubbed(), suite, backend=backend, reject_vacuous=reject_vacuous
+        )
+        assert report["writes"].status is ck.CaseStatus.FAILED
+        assert report["writes"].reason is not None
+        assert "coroutine api.write() was never awaited" in report["writes"].reason
 
 
 class TestBadStubs:
@@ -428,30 +467,6 @@ class TestCallAssertions:
             match=r"^assert_has_calls takes unittest.mock call objects that name the method",
         ):
             calls.assert_has_calls([item])
-
-
-class TestRecorderProxy:
-    @pytest.mark.anyio
-    async def test_coroutine_methods_stay_coroutine_functions(self) -> None:
-        """Through the recording proxy an async method is still a coroutine function."""
-        recorder = CallRecorder()
-        api = recorder.wrap(MemoryText())
-        assert inspect.iscoroutinefunction(api.read)
-        assert not inspect.iscoroutinefunction(api.size)
-        await api.write("k", "v")
-        assert await api.read("k") == "v"
-        assert [str(call) for call in recorder.calls] == [
-            "write('k', 'v') -> None",
-            "read('k') -> 'v'",
-        ]
-
-    @pytest.mark.anyio
-    async def test_an_instance_may_shadow_a_coroutine_method(self) -> None:
-        """A plain function set on the instance over an async method is called as it is."""
-        target = MemoryText()
-        target.read = lambda key: "sync"  # type: ignore[assignment,method-assign,return-value]
-        api = CallRecorder().wrap(target)
-        assert await api.read("k") == "sync"
 
 
 class Counter:

@@ -9,7 +9,6 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from types import CoroutineType
 from typing import Any, Final, TypeVar, final
 
 from ._exceptions import ContractDefinitionError, LawViolation
@@ -328,10 +327,9 @@ class CallRecorder(CallAssertions):
 
     Methods are recorded with their arguments and outcome, sync and async alike;
     attributes that are not methods are passed through unrecorded. Calls are
-    recorded when they finish, in that order. A method that is a coroutine
-    function on the wrapped object is one on the proxy too. The assertions are
-    those of :class:`CallAssertions`; arguments are compared as the wrapped
-    type's signature binds them.
+    recorded when they finish, in that order. The assertions are those of
+    :class:`CallAssertions`; arguments are compared as the wrapped type's
+    signature binds them.
     """
 
     __slots__ = ("_types", "calls")
@@ -390,29 +388,12 @@ class _RecordingProxy:
 
     _conformkit_target: Any
     _conformkit_recorder: CallRecorder
-    _conformkit_async: frozenset[str] = frozenset()
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._conformkit_target, name)
         if name.startswith("__") or not callable(value):
             return value
         recorder = self._conformkit_recorder
-        if name in self._conformkit_async:
-            # A coroutine function stays one: a caller may check before it awaits.
-            # Recorded in this one frame, as awaiting is what a case mostly does.
-            async def recorded_async(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    result = value(*args, **kwargs)
-                    # The instance may shadow the class's method with a plain one.
-                    if type(result) is CoroutineType or inspect.isawaitable(result):
-                        result = await result
-                except BaseException as exc:
-                    recorder.calls.append(Call(name, args, kwargs, None, exc))
-                    raise
-                recorder.calls.append(Call(name, args, kwargs, result))
-                return result
-
-            return recorded_async
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
             return recorder._record(name, value, args, kwargs)
@@ -443,30 +424,13 @@ def _proxy_class(target: type) -> type[_RecordingProxy]:
         forward.__name__ = name
         return forward
 
-    namespace: dict[str, Any] = {"__slots__": (), "_conformkit_async": _async_methods(target)}
+    namespace: dict[str, Any] = {"__slots__": ()}
     for name in _SPECIAL:
         if callable(getattr(target, name, None)):
             namespace[name] = special(name)
     made = type(f"Recording{target.__name__}", (_RecordingProxy,), namespace)
     _proxy_classes[target] = made
     return made
-
-
-def _async_methods(target: type) -> frozenset[str]:
-    """The public methods that ``target`` defines as coroutine functions."""
-    found = set()
-    for name in dir(target):
-        if name.startswith("__"):
-            continue
-        try:
-            method = inspect.getattr_static(target, name)
-        except AttributeError:
-            continue
-        if isinstance(method, staticmethod | classmethod):
-            method = method.__func__
-        if inspect.iscoroutinefunction(method):
-            found.add(name)
-    return frozenset(found)
 
 
 def api_operations(api_type: object) -> tuple[str, ...] | None:

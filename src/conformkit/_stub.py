@@ -14,7 +14,6 @@ from ._recording import (
     _NOT_OPERATIONS,
     Call,
     CallAssertions,
-    CallRecorder,
     api_operations,
     method_signature,
     show_call,
@@ -69,12 +68,14 @@ class Stub(CallAssertions, Generic[API]):
         type does not declare, a name given both, or a side effect of no known kind.
     """
 
-    __slots__ = ("_answering", "_effects", "_recorder", "_refused", "_returns", "api", "api_type")
+    __slots__ = ("_effects", "_refused", "_returns", "api", "api_type", "calls")
 
     api: API
     """The double, with the API type's operations; give it to the code under test."""
     api_type: type
     """The API type the stub was built from."""
+    calls: list[Call]
+    """The calls made through :attr:`api`, in the order they finished."""
 
     def __init__(
         self,
@@ -122,15 +123,9 @@ class Stub(CallAssertions, Generic[API]):
                     )
                 self._effects[name] = _effect(type_name, name, answer)
         self._refused: list[str] = []
-        self._recorder = CallRecorder()
-        self._answering = _answering_class(api_type)(self)
+        self.calls = []
         # The answering class has the type's members, so it stands for an API.
-        self.api = typing.cast("API", self._recorder.wrap(self._answering))
-
-    @property
-    def calls(self) -> list[Call]:  # type: ignore[override]  # read-only here
-        """The calls made through :attr:`api`, in the order they finished."""
-        return self._recorder.calls
+        self.api = typing.cast("API", _answering_class(api_type)(self))
 
     @property
     def refused(self) -> tuple[str, ...]:
@@ -159,6 +154,7 @@ class Stub(CallAssertions, Generic[API]):
     def _answer(
         self, name: str, signature: Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        """The answer to one call, not yet awaited; or the refusal, raised."""
         shown = f"{self.api_type.__qualname__}.{show_call(name, args, kwargs)}"
         if signature is not None:
             try:
@@ -269,9 +265,13 @@ def _answering_class(api_type: type) -> type[_Answering]:
         namespace[name] = _operation(api_type, name)
     for name in attributes:
         namespace[name] = property(_reader(name))
-    made = type(f"Stub{api_type.__name__}", (_Answering,), namespace)
+    made = type(_class_name(api_type), (_Answering,), namespace)
     _answering_classes[api_type] = made
     return made
+
+
+def _class_name(api_type: type) -> str:
+    return f"Stub{api_type.__name__}"
 
 
 def _operation(api_type: type, name: str) -> Callable[..., Any]:
@@ -284,19 +284,37 @@ def _operation(api_type: type, name: str) -> Callable[..., Any]:
     if found is not None:
         full, lead = found
         signature = full.replace(parameters=list(full.parameters.values())[len(lead) :])
+    # Each call is recorded when it finishes, as CallRecorder records it.
     if inspect.iscoroutinefunction(declared) or name in ("__aenter__", "__aexit__", "__anext__"):
 
         async def answer_async(self: _Answering, *args: Any, **kwargs: Any) -> Any:
-            result = self._conformkit_stub._answer(name, signature, args, kwargs)
-            return await result if inspect.isawaitable(result) else result
+            stub = self._conformkit_stub
+            try:
+                result = stub._answer(name, signature, args, kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+            except BaseException as exc:
+                stub.calls.append(Call(name, args, kwargs, None, exc))
+                raise
+            stub.calls.append(Call(name, args, kwargs, result))
+            return result
 
-        answer_async.__name__ = answer_async.__qualname__ = name
+        answer_async.__name__ = name
+        answer_async.__qualname__ = f"{_class_name(api_type)}.{name}"
         return answer_async
 
     def answer(self: _Answering, *args: Any, **kwargs: Any) -> Any:
-        return self._conformkit_stub._answer(name, signature, args, kwargs)
+        stub = self._conformkit_stub
+        try:
+            result = stub._answer(name, signature, args, kwargs)
+        except BaseException as exc:
+            stub.calls.append(Call(name, args, kwargs, None, exc))
+            raise
+        stub.calls.append(Call(name, args, kwargs, result))
+        return result
 
-    answer.__name__ = answer.__qualname__ = name
+    answer.__name__ = name
+    answer.__qualname__ = f"{_class_name(api_type)}.{name}"
     return answer
 
 
