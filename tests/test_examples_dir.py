@@ -154,6 +154,18 @@ class TestErrors:
                 id="not-an-object",
             ),
             pytest.param(
+                "bad.json",
+                '{"input": 1, "expected": 1, "input": 2}',
+                "bad.json: key 'input' appears twice",
+                id="json-key-twice",
+            ),
+            pytest.param(
+                "bad.toml",
+                "input = 1\nexpected = 1\ninput = 2\n",
+                "bad.toml:3: ",
+                id="toml-key-twice",
+            ),
+            pytest.param(
                 "two words.json",
                 '{"input": 1, "expected": 1}',
                 "two words.json: the file name is the example's ID, which must be without "

@@ -181,7 +181,8 @@ class Examples:
         """
         folder = os.fspath(path)
         try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
             raise ContractDefinitionError(
                 f"cannot read the examples folder {folder!r}: {exc.strerror or exc}"
@@ -230,8 +231,15 @@ class Examples:
         if path.endswith(".json"):
             import json  # only a table kept in files needs it
 
+            def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+                keys = [key for key, _ in pairs]
+                twice = next((key for key in keys if keys.count(key) > 1), None)
+                if twice is not None:  # JSON would keep the last silently
+                    raise ContractDefinitionError(f"{path}: key {twice!r} appears twice")
+                return dict(pairs)
+
             try:
-                value = json.loads(text)
+                value = json.loads(text, object_pairs_hook=unique)
             except json.JSONDecodeError as exc:
                 raise ContractDefinitionError(f"{path}:{exc.lineno}: {exc.msg}") from exc
         else:

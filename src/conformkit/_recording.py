@@ -133,6 +133,10 @@ class CallAssertions:
 
     calls: list[Call]
 
+    def names(self) -> set[str]:
+        """The names of the methods called so far."""
+        return {call.name for call in self.calls}
+
     def _owners(self) -> Sequence[type]:
         """The types whose signatures normalise arguments before they are compared."""
         return ()
@@ -350,10 +354,6 @@ class CallRecorder(CallAssertions):
         object.__setattr__(proxy, "_conformkit_target", api)
         object.__setattr__(proxy, "_conformkit_recorder", self)
         return typing.cast("_T", proxy)
-
-    def names(self) -> set[str]:
-        """The names of the methods called so far."""
-        return {call.name for call in self.calls}
 
     def _owners(self) -> Sequence[type]:
         return self._types
