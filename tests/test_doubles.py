@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import abc
 import inspect
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, Protocol
 from unittest.mock import ANY, call
@@ -456,6 +459,64 @@ class TestCallAssertions:
         with pytest.raises(ck.LawViolation, match=r"in any order, but not size\(\)"):
             calls.assert_has_calls([call.size()] * 3, any_order=True)  # each call used once
 
+    @pytest.mark.parametrize(
+        ("check", "message"),
+        [
+            pytest.param(
+                lambda calls: calls.assert_not_called("wirte"),
+                "assert_not_called() names 'wirte', which {owner} does not declare; "
+                "did you mean 'write'?",
+                id="assert_not_called",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_called("size", "sizes", times=0),
+                "assert_called() names 'sizes', which {owner} does not declare; "
+                "did you mean 'size'?",
+                id="assert_called",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_any_call("reed", "k"),
+                "assert_any_call() names 'reed'",
+                id="assert_any_call",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_called_with("reed", "k"),
+                "assert_called_with() names 'reed'",
+                id="assert_called_with",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_called_once_with("reed", "k"),
+                "assert_called_once_with() names 'reed'",
+                id="assert_called_once_with",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_has_calls([call.size(), call.reed("k")]),
+                "assert_has_calls() names 'reed'",
+                id="assert_has_calls",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_has_calls([]),
+                "assert_has_calls() needs at least one call to look for",
+                id="no-calls",
+            ),
+            pytest.param(
+                lambda calls: calls.assert_not_called(3),
+                "assert_not_called() takes method names, got 3",
+                id="not-a-name",
+            ),
+        ],
+    )
+    def test_an_assertion_that_could_never_fail_is_refused(
+        self, double: tuple[TextAPI, Any], check: Callable[[Any], None], message: str
+    ) -> None:
+        """A misspelt name, or no call to look for, would make an assertion that always holds."""
+        api, calls = double
+        api.size()  # the recorder learns the type it wraps from wrap()
+        owner = "TextAPI" if isinstance(calls, ck.Stub) else "MemoryText"
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            check(calls)
+        assert str(raised.value).startswith(message.format(owner=owner))
+
     @pytest.mark.parametrize("item", [("read", "k"), call("k"), "read"], ids=repr)
     def test_assert_has_calls_takes_named_calls_only(
         self, double: tuple[TextAPI, Any], item: object
@@ -557,3 +618,31 @@ class TestConsumerContract:
         ]
         assert report["counts"].reason is not None
         assert "expected one call add(2); add was never called" in report["counts"].reason
+
+
+class TestImportCost:
+    def test_stubs_and_their_assertions_load_no_unittest(self) -> None:
+        """Building a stub, calling it and asserting by name imports neither unittest nor json."""
+        code = textwrap.dedent(
+            """
+            import sys
+            from typing import Protocol
+            import conformkit as ck
+
+            class Sized(Protocol):
+                def size(self) -> int: ...
+                def clear(self) -> None: ...
+
+            stub = ck.Stub(Sized, returns={"size": 1})
+            stub.api.size()
+            stub.assert_called_once_with("size")
+            stub.assert_any_call("size")
+            stub.assert_called("size", times=1)
+            stub.assert_not_called("clear")
+            print(sorted(name for name in ("unittest", "unittest.mock") if name in sys.modules))
+            """
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        )
+        assert done.stdout.strip() == "[]"

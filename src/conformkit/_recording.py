@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, final
 
 from ._exceptions import ContractDefinitionError, LawViolation
+from ._feature import suggest
 from ._util import short_repr
 
 _T = TypeVar("_T")
@@ -126,7 +127,9 @@ class CallAssertions:
     may hold :data:`unittest.mock.ANY`; an ordered list of calls is written with
     :data:`unittest.mock.call`, ``[call.write("k", "v"), call.read("k")]``. Each
     assertion raises :exc:`~conformkit.LawViolation` (an :exc:`AssertionError`)
-    naming what was expected and listing the calls there were.
+    naming what was expected and listing the calls there were; one that names
+    a method the API type does not declare (and nothing called) raises
+    :exc:`~conformkit.ContractDefinitionError` instead, as it could never fail.
     """
 
     __slots__ = ()
@@ -143,6 +146,27 @@ class CallAssertions:
 
     def _check_refusals(self) -> None:
         """Raise if a call was refused, even when the caller swallowed the refusal."""
+
+    def _check_names(self, where: str, names: Iterable[object]) -> None:
+        """
+        Raise unless each name is an operation of the API, or was called: an
+        assertion about a misspelt name could never fail.
+        """
+        owners = self._owners()
+        known = self.names()
+        for owner in owners:
+            known.update(api_operations(owner) or ())
+        for name in names:
+            if not isinstance(name, str):
+                raise ContractDefinitionError(
+                    f"{where} takes method names, got {short_repr(name, 80)}"
+                )
+            if owners and name not in known:
+                declared = " or ".join(owner.__qualname__ for owner in owners)
+                raise ContractDefinitionError(
+                    f"{where} names {name!r}, which {declared} does not declare"
+                    f"{suggest(name, known)}"
+                )
 
     def _normalised(
         self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -180,6 +204,7 @@ class CallAssertions:
         :raises LawViolation: saying which methods were never called, and what was.
         """
         self._check_refusals()
+        self._check_names("assert_called()", names)
         if times is not None and (
             isinstance(times, bool) or not isinstance(times, int) or times < 0
         ):
@@ -215,6 +240,7 @@ class CallAssertions:
         :raises LawViolation: listing the calls made.
         """
         self._check_refusals()
+        self._check_names("assert_not_called()", names)
         made = [call for call in self.calls if not names or call.name in names]
         if made:
             shown = ", ".join(show_call(call.name, call.args, call.kwargs) for call in made[:10])
@@ -228,6 +254,7 @@ class CallAssertions:
         :raises LawViolation: naming the expected call and listing the calls of ``name``.
         """
         self._check_refusals()
+        self._check_names("assert_any_call()", (name,))
         if not any(self._matches(call, name, args, kwargs) for call in self.calls):
             raise LawViolation(
                 f"expected a call {show_call(name, args, kwargs)}; {self._calls_of(name)}"
@@ -240,6 +267,7 @@ class CallAssertions:
         :raises LawViolation: naming the expected call and listing the calls of ``name``.
         """
         self._check_refusals()
+        self._check_names("assert_called_with()", (name,))
         chosen = [call for call in self.calls if call.name == name]
         if not chosen or not self._matches(chosen[-1], name, args, kwargs):
             raise LawViolation(
@@ -254,6 +282,7 @@ class CallAssertions:
         :raises LawViolation: naming the expected call and listing the calls of ``name``.
         """
         self._check_refusals()
+        self._check_names("assert_called_once_with()", (name,))
         chosen = [call for call in self.calls if call.name == name]
         if len(chosen) != 1 or not self._matches(chosen[0], name, args, kwargs):
             got = f", got {len(chosen)} call(s) of {name}" if chosen else ""
@@ -269,11 +298,14 @@ class CallAssertions:
 
         :param calls: ``unittest.mock.call`` objects naming the method:
             ``[call.write("k", "v"), call.read("k")]``.
-        :raises ContractDefinitionError: for an item that is not such a call.
+        :raises ContractDefinitionError: for an item that is not such a call, or none.
         :raises LawViolation: naming the expected calls and listing the calls made.
         """
         self._check_refusals()
         expected = [_expected_call(item) for item in calls]
+        if not expected:
+            raise ContractDefinitionError("assert_has_calls() needs at least one call to look for")
+        self._check_names("assert_has_calls()", (name for name, _, _ in expected))
         shown = ", ".join(show_call(*item) for item in expected)
         if any_order:
             left = list(self.calls)
