@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._scope import Session as Session
     from ._scope import open_feature as open_feature
     from ._skip import CaseUnsupported as CaseUnsupported
+    from ._stub import Stub as Stub
     from ._suite import ContractSuite as ContractSuite
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "FeatureUnavailable",
     "LawViolation",
     "Session",
+    "Stub",
     "SuiteAuditFailure",
     "Supported",
     "Unsupported",
@@ -85,6 +87,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_runner": ("ContractCase", "contract_cases", "run_contract", "run_contract_sync"),
     "_scope": ("DEFAULT_TIMEOUT", "FeatureScope", "Session", "open_feature"),
     "_skip": ("CaseUnsupported",),
+    "_stub": ("Stub",),
     "_suite": ("ContractSuite",),
 }
 _SOURCES: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}

@@ -163,6 +163,107 @@ class Examples:
                 )
         return cls(rows)
 
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike[str]) -> Examples:
+        """
+        Load a table from a folder that holds one example per file.
+
+        Each ``*.json`` or ``*.toml`` file holds one object (a JSON object, a TOML
+        document) with exactly the keys ``input`` and ``expected``; its name
+        without the suffix is the example's ID. The rows are in the order of
+        their IDs, the same on every machine. Other files, and names starting
+        with ``.``, are not examples and are left alone; subfolders are not read.
+
+        :raises ContractDefinitionError: on one line naming the folder or the file
+            (``path:line:`` for a file that does not parse): for a folder that is
+            missing or holds no example, a file that cannot be read, is not UTF-8,
+            does not parse or has other keys, an entry that is not a file, an ID
+            that is not a valid parameter, or two files with the same ID.
+        """
+        folder = os.fspath(path)
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            raise ContractDefinitionError(
+                f"cannot read the examples folder {folder!r}: {exc.strerror or exc}"
+            ) from exc
+        found: dict[str, str] = {}
+        for entry in entries:
+            stem, suffix = os.path.splitext(entry.name)
+            if suffix not in (".json", ".toml") or entry.name.startswith("."):
+                continue
+            if not entry.is_file():
+                raise ContractDefinitionError(
+                    f"{entry.path}: is not a file; an examples folder holds one example per file"
+                )
+            if stem in found:
+                raise ContractDefinitionError(
+                    f"{entry.path}: example ID {stem!r} is also the ID of {found[stem]}; "
+                    f"each ID is one file"
+                )
+            if not stem or any(ch.isspace() or ch in "[]" for ch in stem):
+                raise ContractDefinitionError(
+                    f"{entry.path}: the file name is the example's ID, which must be without "
+                    f"whitespace or brackets"
+                )
+            found[stem] = entry.path
+        if not found:
+            raise ContractDefinitionError(
+                f"examples folder {folder!r} holds no example: no *.json or *.toml file"
+            )
+        return cls(cls._example_file(stem, found[stem]) for stem in sorted(found))
+
+    @staticmethod
+    def _example_file(stem: str, path: str) -> Example:
+        """The example that one file of an examples folder holds."""
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+        except OSError as exc:
+            raise ContractDefinitionError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise ContractDefinitionError(
+                f"{path}:{line}: is not UTF-8 text (byte {data[exc.start]:#04x})"
+            ) from exc
+        if path.endswith(".json"):
+            import json  # only a table kept in files needs it
+
+            def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+                keys = [key for key, _ in pairs]
+                twice = next((key for key in keys if keys.count(key) > 1), None)
+                if twice is not None:  # JSON would keep the last silently
+                    raise ContractDefinitionError(f"{path}: key {twice!r} appears twice")
+                return dict(pairs)
+
+            try:
+                value = json.loads(text, object_pairs_hook=unique)
+            except json.JSONDecodeError as exc:
+                raise ContractDefinitionError(f"{path}:{exc.lineno}: {exc.msg}") from exc
+        else:
+            import tomllib
+
+            try:
+                value = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                # The message ends "(at line N, column M)" or "(at end of document)".
+                message = str(exc)
+                at = re.search(r"\s*\(at (?:line (\d+), column \d+|end of document)\)$", message)
+                where = at[1] if at and at[1] else str(text.count("\n") + 1)
+                raise ContractDefinitionError(
+                    f"{path}:{where}: {message[: at.start()] if at else message}"
+                ) from exc
+        if not isinstance(value, dict) or value.keys() != {"input", "expected"}:
+            got = sorted(value) if isinstance(value, dict) else type(value).__name__
+            raise ContractDefinitionError(
+                f"{path}: must hold an object with exactly the keys 'input' and 'expected', "
+                f"got {got!r}"
+            )
+        return Example(stem, value["input"], value["expected"])
+
     def __repr__(self) -> str:
         return f"Examples({[row.id for row in self.rows]!r})"
 
