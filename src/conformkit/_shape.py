@@ -140,7 +140,7 @@ def _declared(api: type, names: set[str]) -> _Declared:
         )
         is_async = is_method and inspect.iscoroutinefunction(value)
         members.append(_Member(name, is_method=is_method, is_async=is_async))
-    return _Declared(api.__qualname__, tuple(members))
+    return _Declared(api.__name__, tuple(members))
 
 
 @final
@@ -251,11 +251,11 @@ class CreateCheck:
             _note(found, member, getattr(target, member.name, _MISSING))
         if not (found.missing or found.sync):
             return None
-        problems = [f"lacks {_listed(found.missing)}"] if found.missing else []
+        problems = [f"which lacks {_listed(found.missing)}"] if found.missing else []
         problems += [
             f"whose {name}() is sync but {declared.name}.{name} is async" for name in found.sync
         ]
-        return TypeError(f"create() returned {klass.__qualname__}, which {_listed(problems)}")
+        return TypeError(f"create() returned {klass.__name__}, {_listed(problems)}")
 
     def admit(
         self,
@@ -288,9 +288,8 @@ class CreateCheck:
         if owner is not None and _is_live(owner[0]):
             raise TypeError(
                 f"isolation broken: create() returned{alongside} the same "
-                f"{type(target).__qualname__} object that is still the API of live "
-                f"{owner[1] or _label(owner[0])}; each call of create() must return an API "
-                f"of its own"
+                f"{type(target).__name__} object as for {owner[1] or _label(owner[0])}, "
+                f"whose scope is still live; each call of create() must return an API of its own"
             )
         self.live[identity] = (scope, label)
         return identity
@@ -328,6 +327,7 @@ async def open_twin(
 
     case = f"case {scope._case_id!r}"
     what = f"a second API created alongside {case} to check isolation"
+    label = f"the second API created alongside {case} to check isolation"
     twin = FeatureScope(scope._spawner, scope._feature_id, scope._case_id, scope._timeout)
     identity: Hashable = None
     error: BaseException | None = None
@@ -341,7 +341,7 @@ async def open_twin(
             exc.add_note(f"raised by create() for {what}")
     else:
         try:
-            identity = check.admit(created, twin, what, alongside=f", for {what},")
+            identity = check.admit(created, twin, label, alongside=f", for {what},")
         except TypeError as exc:
             error = exc
     errors = await twin._close()
