@@ -22,7 +22,7 @@ import conformkit as ck
 
 pytestmark = pytest.mark.anyio
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class TextAPI(Protocol):
@@ -110,7 +110,7 @@ def passing_through(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Decorated(MemoryText):
-    read = passing_through(MemoryText.read)  # type: ignore[assignment]
+    read = passing_through(MemoryText.read)
 
 
 class Delegating:
@@ -180,7 +180,7 @@ class SyncRead(MemoryText):
 
 
 class UnannotatedSyncRead(MemoryText):
-    def read(self, key):  # type: ignore[no-untyped-def, override]
+    def read(self, key):  # type: ignore[no-untyped-def]
         return self.values.get(key)
 
 
@@ -340,8 +340,8 @@ class TestWhatIsNotChecked:
 # -- generic Protocols and ABCs ---------------------------------------------------------
 
 
-class Store(Protocol[T]):
-    async def get(self) -> T: ...
+class Store(Protocol[T_co]):
+    async def get(self) -> T_co: ...
 
 
 class IntStore:
