@@ -21,7 +21,7 @@ import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Hashable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from ._recording import _RecordingProxy
 
@@ -209,6 +209,8 @@ def _listed(items: list[str]) -> str:
 
 
 _Live = dict[Hashable, "tuple[FeatureScope, str | None]"]
+_CLEAN: Final = _Verdict([], [], [])
+"""The verdict on a type of object with nothing wrong, and nothing to look for per object."""
 
 
 @final
@@ -232,20 +234,24 @@ class CreateCheck:
 
     def shape(self, target: object) -> TypeError | None:
         """The error that ``target`` is not of the API's shape, or ``None``."""
-        if target is None:
-            if self.admits_none:
-                return None
-            instead = "" if self.declared is None else f", not a {self.declared.name}"
-            return TypeError(f"create() returned None (a forgotten return?){instead}")
-        declared = self.declared
-        if declared is None:
-            return None
         klass = type(target)
         verdict = self.verdicts.get(klass)
         if verdict is None:
-            verdict = self.verdicts[klass] = _judge(klass, declared)
-        if not (verdict.per_object or verdict.missing or verdict.sync):
+            verdict = self.verdicts[klass] = self._judge(klass)
+        if verdict is _CLEAN:
             return None
+        if target is None:
+            instead = "" if self.declared is None else f", not a {self.declared.name}"
+            return TypeError(f"create() returned None (a forgotten return?){instead}")
+        if not (verdict.missing or verdict.sync):
+            # Only members to look for on the object: most often all there.
+            for member in verdict.per_object:
+                value = getattr(target, member.name, _MISSING)
+                if value is _MISSING or (member.is_async and _sync(value)):
+                    break
+            else:
+                return None
+        declared = cast("_Declared", self.declared)
         found = _Verdict(list(verdict.missing), list(verdict.sync), [])
         for member in verdict.per_object:
             _note(found, member, getattr(target, member.name, _MISSING))
@@ -256,6 +262,17 @@ class CreateCheck:
             f"whose {name}() is sync but {declared.name}.{name} is async" for name in found.sync
         ]
         return TypeError(f"create() returned {klass.__name__}, {_listed(problems)}")
+
+    def _judge(self, klass: type) -> _Verdict:
+        """What a type of object lacks, once: :data:`_CLEAN` when nothing, nor per object."""
+        if klass is types.NoneType:
+            return _CLEAN if self.admits_none else _Verdict(["None"], [], [])
+        if self.declared is None:
+            return _CLEAN
+        verdict = _judge(klass, self.declared)
+        if not (verdict.per_object or verdict.missing or verdict.sync):
+            return _CLEAN
+        return verdict
 
     def admit(
         self,
@@ -268,6 +285,9 @@ class CreateCheck:
         """
         Check what ``create`` returned for ``scope``, and take it as that scope's live API.
 
+        The runner's hot path: for a type of object seen before, with nothing to
+        look for on each object, two dictionary lookups and one insertion.
+
         :param label: how a later reason names ``scope``, when not by its case.
         :param alongside: what ``scope`` is for, when it is not the case's own.
         :return: the key to :meth:`release` it by; ``None`` for an immutable
@@ -275,23 +295,26 @@ class CreateCheck:
         :raises TypeError: when ``created`` is not of the API's shape, or is still
             the API of another live scope.
         """
-        target = created
-        if isinstance(created, _RecordingProxy):  # a recorder the implementation wrapped
-            target = created._conformkit_target
-        problem = self.shape(target)
-        if problem is not None:
-            raise problem
-        if type(target) in _VALUES:
+        klass = type(created)
+        if issubclass(klass, _RecordingProxy):  # a recorder the implementation wrapped
+            created = cast("_RecordingProxy", created)._conformkit_target
+            klass = type(created)
+        if self.verdicts.get(klass) is not _CLEAN:
+            problem = self.shape(created)
+            if problem is not None:
+                raise problem
+        if klass in _VALUES:
             return None
-        identity = id(target) if self.key is None else (self.key, id(target))
-        owner = self.live.get(identity)
+        identity = id(created) if self.key is None else (self.key, id(created))
+        live = self.live
+        owner = live.get(identity)
         if owner is not None and _is_live(owner[0]):
             raise TypeError(
-                f"isolation broken: create() returned{alongside} the same "
-                f"{type(target).__name__} object as for {owner[1] or _label(owner[0])}, "
-                f"whose scope is still live; each call of create() must return an API of its own"
+                f"isolation broken: create() returned{alongside} the same {klass.__name__} "
+                f"object as for {owner[1] or _label(owner[0])}, whose scope is still live; "
+                f"each call of create() must return an API of its own"
             )
-        self.live[identity] = (scope, label)
+        live[identity] = (scope, label)
         return identity
 
     def release(self, identity: Hashable, scope: FeatureScope) -> None:
