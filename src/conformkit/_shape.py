@@ -211,6 +211,8 @@ def _listed(items: list[str]) -> str:
 _Live = dict[Hashable, "tuple[FeatureScope, str | None]"]
 _CLEAN: Final = _Verdict([], [], [])
 """The verdict on a type of object with nothing wrong, and nothing to look for per object."""
+_PROXY: Final = _Verdict([], [], [])
+"""The verdict on a recording proxy's class: what counts is the object behind it."""
 
 
 @final
@@ -240,6 +242,8 @@ class CreateCheck:
             verdict = self.verdicts[klass] = self._judge(klass)
         if verdict is _CLEAN:
             return None
+        if verdict is _PROXY:
+            return self.shape(cast("_RecordingProxy", target)._conformkit_target)
         if target is None:
             instead = "" if self.declared is None else f", not a {self.declared.name}"
             return TypeError(f"create() returned None (a forgotten return?){instead}")
@@ -265,6 +269,8 @@ class CreateCheck:
 
     def _judge(self, klass: type) -> _Verdict:
         """What a type of object lacks, once: :data:`_CLEAN` when nothing, nor per object."""
+        if issubclass(klass, _RecordingProxy):
+            return _PROXY  # its target is checked, each time
         if klass is types.NoneType:
             return _CLEAN if self.admits_none else _Verdict(["None"], [], [])
         if self.declared is None:
@@ -296,10 +302,10 @@ class CreateCheck:
             the API of another live scope.
         """
         klass = type(created)
-        if issubclass(klass, _RecordingProxy):  # a recorder the implementation wrapped
-            created = cast("_RecordingProxy", created)._conformkit_target
-            klass = type(created)
         if self.verdicts.get(klass) is not _CLEAN:
+            if issubclass(klass, _RecordingProxy):  # a recorder the implementation wrapped
+                created = cast("_RecordingProxy", created)._conformkit_target
+                klass = type(created)
             problem = self.shape(created)
             if problem is not None:
                 raise problem
