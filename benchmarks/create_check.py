@@ -118,9 +118,7 @@ async def main(rounds: int, size: int) -> None:
     print(f"  run_contract, Any (no shape check):     {median['any'] * 1e6:7.2f} µs")
     print(f"  ratio Protocol / Any:                   {median['protocol'] / median['any']:7.3f}")
     print(f"  admit() + release(), Protocol, alone:   {median['check'] * 1e6:7.2f} µs")
-    print(
-        f"  its share of a Protocol case:           {median['check'] / median['protocol']:7.1%}"
-    )
+    print(f"  its share of a Protocol case:           {median['check'] / median['protocol']:7.1%}")
     print(
         f"  ratio check_isolation=True / default:   {median['isolation'] / median['protocol']:7.3f}"
     )
