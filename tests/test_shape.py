@@ -577,25 +577,39 @@ class TestSharedAPI:
         report = await ck.run_contract(Shared(), many_suite, max_concurrency=2, reject_vacuous=True)
         assert failed_cases(report) == {case: shared_reason(case, "c0") for case in MANY[1:]}
 
-    async def test_keeps_no_api_alive(self) -> None:
-        """Once the run is over, no API object it created is kept."""
+    @pytest.mark.parametrize("how", ["run_contract", "contract_cases", "open_feature"])
+    async def test_keeps_no_api_alive(self, how: str) -> None:
+        """Once its scope is closed, no API object is kept, while the run lives on."""
         made: list[weakref.ref[MemoryText]] = []
 
         class Tracked(ck.FeatureImplementation[TextAPI]):
             feature = many
             coverage = many.coverage()
+            # No deadlines: the watchdog thread, which looks at each lane now and
+            # then, is not involved.
+            timeout = None
 
             def create(self, scope: ck.FeatureScope) -> TextAPI:
                 api = MemoryText()
                 made.append(weakref.ref(api))
                 return api
 
-        report = await ck.run_contract(Tracked(), many_suite, max_concurrency=4)
-        assert failed_cases(report) == {}
-        del report
+        cases = ck.contract_cases(Tracked(), many_suite, check_isolation=True)
+        if how == "run_contract":
+            report = await ck.run_contract(
+                Tracked(), many_suite, max_concurrency=4, check_isolation=True
+            )
+            assert failed_cases(report) == {}
+        elif how == "contract_cases":
+            for case in cases:  # the cases, and the run they share, stay alive
+                await case.run()
+        else:
+            for _ in MANY:
+                async with ck.open_feature(Tracked()):
+                    pass
         gc.collect()
-        assert len(made) == len(MANY)
-        assert [ref() for ref in made] == [None] * len(MANY)
+        assert len(made) == len(MANY) * (1 if how == "open_feature" else 2)
+        assert [ref() for ref in made] == [None] * len(made)
 
     async def test_concurrent_case_runs(self) -> None:
         """Two case.run() of one contract_cases at once: the second created fails."""

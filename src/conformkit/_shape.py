@@ -187,14 +187,17 @@ def _sync(value: object) -> bool:
     async one, whose return annotation does not say it returns an awaitable. Any
     other callable may return an awaitable, and is given the benefit of the doubt.
     """
-    function = getattr(value, "__func__", value)  # a bound method's function
+    function = value.__func__ if isinstance(value, types.MethodType) else value
     if not inspect.isfunction(function) or inspect.iscoroutinefunction(function):
         return False
     if inspect.isasyncgenfunction(function):
         return False
-    if inspect.iscoroutinefunction(inspect.unwrap(function)):
-        return False  # a sync decorator around an async function returns its coroutine
-    annotation = getattr(function, "__annotations__", {}).get("return", _MISSING)
+    try:
+        if inspect.iscoroutinefunction(inspect.unwrap(function)):
+            return False  # a sync decorator around an async function returns its coroutine
+        annotation = function.__annotations__.get("return", _MISSING)
+    except Exception:  # a cycle of __wrapped__, annotations that cannot be evaluated
+        return False
     if annotation is _MISSING:
         return True
     if isinstance(annotation, str):
