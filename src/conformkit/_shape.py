@@ -1,11 +1,12 @@
 """
 What ``create`` returned, checked before a case uses it: the API's shape and its isolation.
 
-Shape: when a feature's API type is a :class:`typing.Protocol` or an ABC, the
-object must have every member the type declares, and each method declared
-``async def`` must be async on the object. ``None`` is rejected for any API type
-that does not admit it. What a type of object lacks is worked out once per
-(type of object, API type); a case pays a dictionary lookup.
+Shape: when a feature's API type is a :class:`typing.Protocol` (every member it
+declares) or an ABC (its abstract members), the object must have each member,
+and each method declared ``async def`` must be async on the object. ``None`` is
+rejected for any API type that does not admit it. What a type of object lacks
+is worked out once per (type of object, API type); a case pays a dictionary
+lookup.
 
 Isolation: an object that is still the API of another live scope of the same
 run is refused. Only the identity of each live API is kept, with its scope:
