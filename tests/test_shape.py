@@ -572,6 +572,44 @@ class TestSharedAPI:
             "raised by create() for a second API created alongside case 'reads' to check isolation"
         ]
 
+    async def test_check_isolation_through_case_run(self) -> None:
+        """contract_cases(check_isolation=True): case.run() raises the isolation TypeError."""
+        [case, *_] = ck.contract_cases(Shared(), many_suite, check_isolation=True)
+        with pytest.raises(
+            TypeError, match=r"^isolation broken: create\(\) returned, for a second"
+        ):
+            await case.run()
+
+    async def test_check_isolation_reports_the_second_apis_cleanup_failure(self) -> None:
+        """A cleanup of the second API that fails fails the case at create, saying whose."""
+
+        class FailingCleanup(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                FailingCleanup.calls += 1
+                if FailingCleanup.calls % 2 == 0:  # each second create(): the check's
+
+                    def fails() -> None:
+                        raise OSError("cannot remove the file")
+
+                    scope.defer(fails)
+                return MemoryText()
+
+        report = await ck.run_contract(FailingCleanup(), suite, check_isolation=True)
+        assert set(failed_cases(report)) == set(CASES)
+        result = report["reads"]
+        assert result.reason is not None
+        assert result.reason.startswith(
+            "case 'reads' failed in create(): OSError: cannot remove the file"
+        ), result.reason
+        assert isinstance(result.error, ExceptionGroup)
+        assert result.error.message == (
+            "1 cleanup(s) of a second API created alongside case 'reads' to check isolation failed"
+        )
+
     async def test_recorded_shared_object(self) -> None:
         """With reject_vacuous, the recording proxy hides nothing: the object is compared."""
         report = await ck.run_contract(Shared(), many_suite, max_concurrency=2, reject_vacuous=True)
