@@ -1013,6 +1013,13 @@ async def run_contract(
     always. Unsupported cases are reported and never run. Results follow the
     feature's declared case order, whatever the concurrency.
 
+    What ``create`` returned is checked before the case runs, and a mismatch
+    fails the case at ``create``: when the feature's API type is a Protocol or
+    an ABC, the object must have each member it declares, async where it says
+    ``async def``; ``None`` fails unless the API type admits it; and an object
+    that is still the API of another live scope of the run fails
+    (``isolation broken: ...``).
+
     :param timeout: seconds each stage (create, the case, each cleanup) may take;
         by default, the implementation's own ``timeout`` (:data:`DEFAULT_TIMEOUT`,
         5 seconds, unless it declares another). A stage that overruns, or returns
