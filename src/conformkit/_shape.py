@@ -5,8 +5,8 @@ Shape: when a feature's API type is a :class:`typing.Protocol` (every member it
 declares) or an ABC (its abstract members), the object must have each member,
 and each method declared ``async def`` must be async on the object. ``None`` is
 rejected for any API type that does not admit it. What a type of object lacks
-is worked out once per (type of object, API type); a case pays a dictionary
-lookup.
+is worked out once per (type of object, API type), from the first object of
+that type; a case pays a dictionary lookup.
 
 Isolation: an object that is still the API of another live scope of the same
 run is refused. Only the identity of each live API is kept, with its scope:
@@ -252,12 +252,15 @@ class CreateCheck:
             instead = "" if self.declared is None else f", not a {self.declared.name}"
             return TypeError(f"create() returned None (a forgotten return?){instead}")
         if not (verdict.missing or verdict.sync):
-            # Only members to look for on the object: most often all there.
+            # Only members to look for on the object (set in __init__, or found
+            # through __getattr__): once the first object of its type has them
+            # all, the type is taken as clean, as a type with none to look for.
             for member in verdict.per_object:
                 value = getattr(target, member.name, _MISSING)
                 if value is _MISSING or (member.is_async and _sync(value)):
                     break
             else:
+                self.verdicts[klass] = _CLEAN
                 return None
         declared = cast("_Declared", self.declared)
         found = _Verdict(list(verdict.missing), list(verdict.sync), [])
