@@ -550,7 +550,7 @@ class Execution(Generic[API]):
             scope = FeatureScope(spawner, feature_id, case_id, timeout, watch)
             error: BaseException | None = None
             recorder: CallRecorder | None = None
-            admitted: object = None
+            admitted: int | None = None
             stage = "create"
             started = perf_counter()
             if timeout is not None:

@@ -552,7 +552,8 @@ async def open_feature(
             except BaseException as exc:
                 body_error = exc
             cleanup_errors = await scope._close()
-            check.release(admitted, scope)
+            if admitted is not None:
+                check.release(admitted, scope)
             if body_error is None and not cleanup_errors:
                 # A cancellation that arrived while cleanups ran shielded.
                 await anyio.lowlevel.checkpoint_if_cancelled()

@@ -21,7 +21,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from ._recording import _RecordingProxy
@@ -212,7 +212,6 @@ def _listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-_Live = dict[Hashable, "tuple[FeatureScope, str | None]"]
 _CLEAN: Final = _Verdict([], [], [])
 """The verdict on a type of object with nothing wrong, and nothing to look for per object."""
 _PROXY: Final = _Verdict([], [], [])
@@ -225,18 +224,18 @@ class CreateCheck:
     The check of each object ``create`` returned, for one implementation: its
     shape against the API type, and that no other live scope has it as its API.
 
-    :ivar live: the identity of each live API, with its scope and how to name that
-        scope in a reason.
+    :ivar live: the identity of each live API, and its scope.
     """
 
-    __slots__ = ("admits_none", "declared", "key", "live", "verdicts")
+    __slots__ = ("admits_none", "declared", "labels", "live", "verdicts")
 
-    def __init__(self, api: object, live: _Live | None = None, key: Hashable = None) -> None:
+    def __init__(self, api: object) -> None:
         resolved = _resolve(api)
         self.admits_none, self.declared = (True, None) if resolved is None else resolved
         self.verdicts: dict[type, _Verdict] = {}
-        self.live: _Live = {} if live is None else live
-        self.key = key  # what the identities are paired with in a shared registry
+        self.live: dict[int, FeatureScope] = {}
+        # How a reason names a live scope that is not a case's own, by its API's identity.
+        self.labels: dict[int, str] = {}
 
     def shape(self, target: object) -> TypeError | None:
         """The error that ``target`` is not of the API's shape, or ``None``."""
@@ -294,7 +293,7 @@ class CreateCheck:
         label: str | None = None,
         *,
         alongside: str = "",
-    ) -> Hashable:
+    ) -> int | None:
         """
         Check what ``create`` returned for ``scope``, and take it as that scope's live API.
 
@@ -318,23 +317,29 @@ class CreateCheck:
                 raise problem
         if klass in _VALUES:
             return None
-        identity = id(created) if self.key is None else (self.key, id(created))
+        identity = id(created)
         live = self.live
         owner = live.get(identity)
-        if owner is not None and _is_live(owner[0]):
+        if owner is not None and _is_live(owner):
+            what = self.labels.get(identity) or _label(owner)
             raise TypeError(
                 f"isolation broken: create() returned{alongside} the same {klass.__name__} "
-                f"object as for {owner[1] or _label(owner[0])}, whose scope is still live; "
-                f"each call of create() must return an API of its own"
+                f"object as for {what}, whose scope is still live; each call of create() "
+                f"must return an API of its own"
             )
-        live[identity] = (scope, label)
+        live[identity] = scope
+        if label is not None:
+            self.labels[identity] = label
+        elif self.labels:  # a label left by a scope whose release never came
+            self.labels.pop(identity, None)
         return identity
 
-    def release(self, identity: Hashable, scope: FeatureScope) -> None:
+    def release(self, identity: int, scope: FeatureScope) -> None:
         """Forget the API of ``scope``, once the scope is closed."""
-        owner = self.live.get(identity)
-        if owner is not None and owner[0] is scope:
+        if self.live.get(identity) is scope:
             del self.live[identity]
+            if self.labels:
+                self.labels.pop(identity, None)
 
 
 def _label(scope: FeatureScope) -> str:
@@ -365,7 +370,7 @@ async def open_twin(
     what = f"a second API created alongside {case} to check isolation"
     label = f"the second API created alongside {case} to check isolation"
     twin = FeatureScope(scope._spawner, scope._feature_id, scope._case_id, scope._timeout)
-    identity: Hashable = None
+    identity: int | None = None
     error: BaseException | None = None
     try:
         created = create(twin)
@@ -391,11 +396,7 @@ async def open_twin(
         raise_together(f"{len(errors)} cleanup(s) of {what} failed", errors)
 
 
-_SESSIONS: Final[_Live] = {}
-"""The APIs of the live ``open_feature`` sessions, each identity paired with its feature's."""
-
-
 @functools.lru_cache(maxsize=128)
 def session_check(feature: object) -> CreateCheck:
     """The check of ``open_feature``: the live sessions of a feature must not share an API."""
-    return CreateCheck(api_type(feature), _SESSIONS, id(feature))
+    return CreateCheck(api_type(feature))
