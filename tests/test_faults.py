@@ -55,6 +55,12 @@ class Trace:
     def add(self, event: str) -> None:
         self.events.append(event)
 
+    def view(self) -> Trace:
+        """Another API object over the same events: each scope needs an API of its own."""
+        view = Trace()
+        view.events = self.events
+        return view
+
     def defer(
         self,
         scope: ck.FeatureScope,
@@ -121,7 +127,7 @@ def contract(
                 result = create(scope, trace, case_id)
                 if result is not None:
                     await result
-            return trace
+            return trace.view()
 
     return Faulty(), ck.ContractSuite(the_feature, dict(cases))
 

@@ -18,7 +18,7 @@ from test_runner import stale_cancellation
 REPORTS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reports.md"
 
 
-class API:
+class TextAPI:
     async def read(self) -> None:
         return None
 
@@ -27,22 +27,22 @@ class API:
 
 
 CASES = ("overrun", "stuck", "group", "bare", "none", "unawaited", "stray", "exits", "cleanup")
-feature = ck.Feature[API]("example.text", cases=CASES)
+feature = ck.Feature[TextAPI]("example.text", cases=CASES)
 suite = ck.ContractSuite(feature)
 
 
 @suite.case
-def overrun(api: API) -> None:
+def overrun(api: TextAPI) -> None:
     time.sleep(0.3)  # blocks the event loop past the 0.1s deadline
 
 
 @suite.case
-async def stuck(api: API) -> None:
+async def stuck(api: TextAPI) -> None:
     await anyio.sleep(10)
 
 
 @suite.case
-async def group(api: API) -> None:
+async def group(api: TextAPI) -> None:
     async def boom() -> None:
         raise ValueError("bad key")
 
@@ -72,31 +72,31 @@ def load_bare(folder: Path) -> Any:
 
 
 @suite.case
-async def none(api: API) -> None:
+async def none(api: TextAPI) -> None:
     await api.read()
 
 
 @suite.case
-def unawaited(api: API) -> None:
+def unawaited(api: TextAPI) -> None:
     api.read()  # type: ignore[unused-coroutine]  # the defect whose reason is documented
 
 
 @suite.case
-async def stray(api: API) -> None:
+async def stray(api: TextAPI) -> None:
     raise await stale_cancellation()
 
 
 @suite.case
-async def exits(api: API) -> None:
+async def exits(api: TextAPI) -> None:
     sys.exit(0)
 
 
 @suite.case
-async def cleanup(api: API) -> None:
+async def cleanup(api: TextAPI) -> None:
     pass
 
 
-class Hostile(ck.FeatureImplementation[API]):
+class Hostile(ck.FeatureImplementation[TextAPI]):
     feature = feature
     coverage = feature.coverage()
 
@@ -113,7 +113,7 @@ class Hostile(ck.FeatureImplementation[API]):
 
         if case == "cleanup":
             scope.defer(deny)
-        return API()
+        return TextAPI()
 
 
 def documented_reasons() -> list[str]:
@@ -133,14 +133,14 @@ def shape(reason: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def full_suite(tmp_path_factory: pytest.TempPathFactory) -> ck.ContractSuite[API]:
+def full_suite(tmp_path_factory: pytest.TempPathFactory) -> ck.ContractSuite[TextAPI]:
     suite.case("bare")(load_bare(tmp_path_factory.mktemp("bare")))
     return suite
 
 
 @pytest.mark.anyio
 async def test_every_documented_reason_is_what_a_run_gives(
-    full_suite: ck.ContractSuite[API],
+    full_suite: ck.ContractSuite[TextAPI],
 ) -> None:
     report = await ck.run_contract(Hostile(), full_suite, timeout=0.1)
     given = {result.case_id: shape(result.reason or "") for result in report.results}

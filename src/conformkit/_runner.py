@@ -23,6 +23,7 @@ from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_fe
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import FeatureScope
+from ._shape import CreateCheck, open_twin
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._watchdog import (
     StageStuck,
@@ -50,7 +51,7 @@ _RECORDING_FILE: Final = os.path.join(os.path.dirname(os.path.abspath(__file__))
 # profiles' case functions live in the package too, and are kept.
 _HOST_FILES: Final = frozenset(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
-    for name in ("_runner.py", "_scope.py")
+    for name in ("_runner.py", "_scope.py", "_shape.py")
 )
 
 
@@ -236,11 +237,13 @@ class RunPlan(Generic[API]):
 
     __slots__ = (
         "case_ids",
+        "check",
         "coverage",
         "create",
         "create_is_async",
         "feature_id",
         "functions",
+        "isolation",
         "members",
         "name",
         "operations",
@@ -261,6 +264,7 @@ class RunPlan(Generic[API]):
         reject_vacuous: bool = False,
         probe_unsupported: bool = False,
         keep_tracebacks: bool = False,
+        check_isolation: bool = False,
     ) -> None:
         planned, self.coverage = _check_definitions(implementation, suite)
         self.record = reject_vacuous
@@ -270,6 +274,10 @@ class RunPlan(Generic[API]):
         self.operations = (
             api_operations(declared_api(implementation.feature)) if reject_vacuous else None
         )
+        # What create() returns is checked against the API type, and against the
+        # APIs of the run's live scopes; with check_isolation, by a second create().
+        self.check = CreateCheck(declared_api(implementation.feature))
+        self.isolation = check_isolation
         self.timeout = stage_timeout(timeout, implementation)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
@@ -525,6 +533,8 @@ class Execution(Generic[API]):
         watch = lane if timeout is not None else None  # each case's cleanups are stages too
         plain = plan.plain
         sync_cases = plan.sync_cases
+        check = plan.check
+        isolation = plan.isolation
         passed = CaseStatus.PASSED
         if timeout is not None:
             lane.frame = sys._getframe()  # on the thread's stack while a stage runs
@@ -540,6 +550,7 @@ class Execution(Generic[API]):
             scope = FeatureScope(spawner, feature_id, case_id, timeout, watch)
             error: BaseException | None = None
             recorder: CallRecorder | None = None
+            admitted: int | None = None
             stage = "create"
             started = perf_counter()
             if timeout is not None:
@@ -557,6 +568,9 @@ class Execution(Generic[API]):
                     or (type(created) not in plain and _awaitable(created, plain))
                 ):
                     created = await created
+                admitted = check.admit(created, scope)  # its shape; no other live scope's
+                if isolation:
+                    await open_twin(create, scope, check)
                 stage = "case"
                 if timeout is not None:
                     lane.next_stage(timeout, stage)
@@ -586,6 +600,8 @@ class Execution(Generic[API]):
                     # Read now: the cleanups rearm the lane.
                     overran = lane.overrun(error, timeout, cancelled)
             cleanup_errors = await scope._close()
+            if admitted is not None:
+                check.release(admitted, scope)
             duration = perf_counter() - started
             spent = overran is not None
             if scope._awaited:
@@ -602,9 +618,6 @@ class Execution(Generic[API]):
             if error is None and not cleanup_errors and overran is None and recorder is None:
                 result = case_result(case_id, passed, None, None, (), duration)
             else:
-                if stage == "case" and error is not None and _none(created):
-                    # A forgotten return in create(): say so, not only what the case hit.
-                    stage = "case on None"
                 result = await self._conclude(
                     case_id, stage, error, cleanup_errors, duration, overran, recorder
                 )
@@ -900,11 +913,6 @@ def _awaitable(value: object, plain: set[type]) -> bool:
     return False
 
 
-def _none(api: object) -> bool:
-    """Whether ``create`` returned ``None``: the API, or the recording proxy's target."""
-    return api is None or getattr(api, "_conformkit_target", False) is None
-
-
 def _release(result: CaseResult) -> None:
     """Keep the tracebacks of a result's exceptions as text, letting their frames go."""
     if result.error is not None:
@@ -929,8 +937,6 @@ def _failed_result(
     _trim_traceback(error)
     where = " in create()" if stage == "create" else ""
     reason = f"{describe_error(error)}{_location(error)}"
-    if stage == "case on None":
-        reason = f"create() returned None (a forgotten return?), and the case raised {reason}"
     if isinstance(error, anyio.get_cancelled_exc_class()):
         reason = (
             f"{type(error).__name__} raised with no cancellation under way, a stray or "
@@ -998,6 +1004,7 @@ async def run_contract(
     reject_vacuous: bool = False,
     probe_unsupported: bool = False,
     keep_tracebacks: bool = False,
+    check_isolation: bool = False,
 ) -> ContractReport:
     """
     Run every case of ``suite`` against ``implementation`` and report the outcome.
@@ -1005,6 +1012,13 @@ async def run_contract(
     Each supported case gets a fresh scope: ``create``, the case, then disposal,
     always. Unsupported cases are reported and never run. Results follow the
     feature's declared case order, whatever the concurrency.
+
+    What ``create`` returned is checked before the case runs, and a mismatch
+    fails the case at ``create``: when the feature's API type is a Protocol or
+    an ABC, the object must have each member it declares, async where it says
+    ``async def``; ``None`` fails unless the API type admits it; and an object
+    that is still the API of another live scope of the run fails
+    (``isolation broken: ...``).
 
     :param timeout: seconds each stage (create, the case, each cleanup) may take;
         by default, the implementation's own ``timeout`` (:data:`DEFAULT_TIMEOUT`,
@@ -1026,6 +1040,12 @@ async def run_contract(
         a report keeps each exception with its traceback as text (its
         ``to_dict()``), and lets its frames go: a report of many failures would
         otherwise keep every failing case's local variables alive.
+    :param check_isolation: in each case's create stage, once the case's API is
+        created, call ``create`` once more on a scope of its own and dispose of
+        that second API at once: a ``create`` that returns an object another
+        live scope has as its API fails the case (``isolation broken: ...``)
+        even at ``max_concurrency=1``, where no two cases' scopes are live
+        together. Each case then costs two ``create`` calls.
     :raises ContractDefinitionError: before anything runs, if the suite and the
         implementation do not belong to the same feature, the suite lacks a case
         or the coverage is incomplete.
@@ -1040,6 +1060,7 @@ async def run_contract(
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
         keep_tracebacks=keep_tracebacks,
+        check_isolation=check_isolation,
     )
     execution = await plan.run(plan.case_ids, _check_concurrency(max_concurrency))
     return execution.report()
@@ -1071,6 +1092,7 @@ def run_contract_sync(
     reject_vacuous: bool = False,
     probe_unsupported: bool = False,
     keep_tracebacks: bool = False,
+    check_isolation: bool = False,
 ) -> ContractReport:
     """
     :func:`run_contract` from synchronous code, on an event loop of its own.
@@ -1087,6 +1109,7 @@ def run_contract_sync(
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
         keep_tracebacks=keep_tracebacks,
+        check_isolation=check_isolation,
     )
     return anyio.run(runner, backend=backend)
 
@@ -1162,6 +1185,7 @@ def contract_cases(
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
     reject_vacuous: bool = False,
+    check_isolation: bool = False,
 ) -> list[ContractCase[API]]:
     """
     Return one :class:`ContractCase` per declared case, for any test runner's loop.
@@ -1176,12 +1200,20 @@ def contract_cases(
 
     :param reject_vacuous: as for :func:`run_contract`; a vacuous case raises
         :exc:`LawViolation`.
+    :param check_isolation: as for :func:`run_contract`. The cases of one call
+        share a run: one whose ``create`` returns the API of another case still
+        running (``asyncio.gather`` of two ``case.run()``) fails too.
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
     # Each case's error is raised at once, to a test runner or a debugger that
     # wants its frames: its traceback stays live.
     plan = RunPlan(
-        implementation, suite, timeout, reject_vacuous=reject_vacuous, keep_tracebacks=True
+        implementation,
+        suite,
+        timeout,
+        reject_vacuous=reject_vacuous,
+        keep_tracebacks=True,
+        check_isolation=check_isolation,
     )
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
 

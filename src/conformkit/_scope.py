@@ -17,6 +17,7 @@ from ._explain import describe_error
 from ._feature import API
 from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
+from ._shape import session_check
 from ._util import callable_name
 from ._watchdog import Guard, StageStuck, Watch, interruptible, stuck_detail
 
@@ -512,6 +513,9 @@ async def open_feature(
             await session.api.write("key", "value")
 
     If ``create`` fails, what it registered is rolled back and the error re-raised.
+    So it is, with a :exc:`TypeError`, when what ``create`` returned is not of the
+    API type's shape (see :func:`run_contract`), or is still the API of another
+    live session of the same feature.
     On exit, the session is disposed; if the body raised and a cleanup failed too,
     both surface together in one exception group, the body's error first. A
     ``BaseException`` other than a cancellation (``KeyboardInterrupt``,
@@ -525,6 +529,7 @@ async def open_feature(
     """
     feature = declared_feature(implementation)
     timeout = stage_timeout(timeout, implementation)
+    check = session_check(feature)
     await anyio.lowlevel.checkpoint_if_cancelled()  # a sync create would not notice
     create_error: BaseException | None = None
     body_error: BaseException | None = None
@@ -535,18 +540,30 @@ async def open_feature(
         scope = FeatureScope(task_group, feature.id, None, timeout)
         try:
             api = await create_api(implementation, scope)
+            # Of the API's shape, and no other live session's API.
+            admitted = check.admit(api, scope)
         except BaseException as exc:
             create_error = exc
+            if scope._state is _OPEN:  # created, but refused: rolled back
+                cleanup_errors = await scope._close()
         else:
             try:
                 yield Session(implementation, api, scope)
             except BaseException as exc:
                 body_error = exc
             cleanup_errors = await scope._close()
+            if admitted is not None:
+                check.release(admitted, scope)
             if body_error is None and not cleanup_errors:
                 # A cancellation that arrived while cleanups ran shielded.
                 await anyio.lowlevel.checkpoint_if_cancelled()
     if create_error is not None:
+        if cleanup_errors:
+            raise_together(
+                f"create() of {type(implementation).__qualname__} returned an API that was "
+                f"refused, and {len(cleanup_errors)} rollback cleanup(s) failed",
+                [create_error, *cleanup_errors],
+            )
         raise create_error
     if cleanup_errors:
         where = f"{len(cleanup_errors)} cleanup(s) of {scope._where()} failed"

@@ -215,6 +215,9 @@ def _execute(
     from .._watchdog import Watch, set_stuck_hook
 
     backend = _backend(arguments.backend)
+    if arguments.check_isolation:
+        for pair in pairs:
+            pair.plan.isolation = True
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     line = ProgressLine(sys.stderr) if show else None
     started = now()

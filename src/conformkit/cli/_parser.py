@@ -245,6 +245,12 @@ def _add_running(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--require-full", action="store_true", help="every case must pass, unsupported too"
     )
+    group.add_argument(
+        "--check-isolation",
+        action="store_true",
+        help="create a second API alongside each case's: a create() that returns the API "
+        "of another live scope fails the case, at any --concurrency",
+    )
 
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
