@@ -287,9 +287,10 @@ class Gate:
                     Offence(
                         "gate",
                         "operations not recorded",
-                        "the run did not record which operations its cases called "
-                        "(reject_vacuous=True records them, for a Feature[API] that names "
-                        "its API type)",
+                        "the run did not record which operations its cases called; run "
+                        "it with reject_vacuous=True (conformkit run --reject-vacuous), "
+                        "for a feature declared as Feature[API] so that its operations "
+                        "are known",
                     )
                 )
             elif unexercised:
@@ -300,7 +301,11 @@ class Gate:
 
 
 def assert_contract(
-    report: ContractReport, *, require_full: bool = False, reject_stale: bool = False
+    report: ContractReport,
+    *,
+    require_full: bool = False,
+    reject_stale: bool = False,
+    require_exercised: bool = False,
 ) -> None:
     """
     The gate: return quietly if the report holds, raise :exc:`ContractFailure` if not.
@@ -311,13 +316,21 @@ def assert_contract(
     ``require_full=True`` every case must have passed. With
     ``reject_stale=True``, a case declared unsupported that passed when probed
     (``probe_unsupported=True``) is rejected too, so a declared gap cannot
-    outlive its cause.
+    outlive its cause. With ``require_exercised=True``, every operation of the
+    API must have been called by some case (``report.unexercised`` is empty),
+    and a report that could not tell, because its run did not record calls
+    (``reject_vacuous=True``), is rejected as well.
 
-    :raises ContractFailure: listing each offending case with its status and reason.
+    :raises ContractFailure: listing each offending case with its status and
+        reason, and each rule the report as a whole breaks.
     """
     if not isinstance(report, ContractReport):
         raise TypeError(f"assert_contract() needs a ContractReport, got {report!r}")
-    gate = Gate(require_full=require_full, reject_stale=reject_stale)
+    gate = Gate(
+        require_full=require_full,
+        reject_stale=reject_stale,
+        require_exercised=require_exercised,
+    )
     offences = [
         f"  {result.case_id}: {result.status.value}: {result.reason}"
         for result in report.results
