@@ -330,7 +330,7 @@ class TestRequireExercised:
         lines = str(caught.value).splitlines()
         assert lines[1:] == [
             "  operations not recorded: the run did not record which operations its cases "
-            "called; run it with reject_vacuous=True (conformkit run --reject-vacuous), for a "
+            "called: that needs reject_vacuous=True (conformkit run --reject-vacuous), and a "
             "feature declared as Feature[API] so that its operations are known"
         ]
 

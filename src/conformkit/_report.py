@@ -291,10 +291,10 @@ class Gate:
                     Offence(
                         "gate",
                         "operations not recorded",
-                        "the run did not record which operations its cases called; run "
-                        "it with reject_vacuous=True (conformkit run --reject-vacuous), "
-                        "for a feature declared as Feature[API] so that its operations "
-                        "are known",
+                        "the run did not record which operations its cases called: that "
+                        "needs reject_vacuous=True (conformkit run --reject-vacuous), and "
+                        "a feature declared as Feature[API] so that its operations are "
+                        "known",
                     )
                 )
             elif unexercised:
