@@ -438,7 +438,7 @@ class TestAuditCommand:
         bare = write(tmp_path / "bare", PLUGINS)
         full = write(tmp_path / "full", {**PLUGINS, **NOTIFIER_FEATURE})
         exempt = "--exempt-protocol=proj.plugins.Notifier=not pluggable yet"
-        missing, exempted, stale, holds, plain, unknown, no_reason = conformkit_many(
+        missing, exempted, stale, holds, plain, unknown, no_reason, no_protocols = conformkit_many(
             [
                 (["audit", "proj", "--protocols", "proj.plugins"], bare),
                 (["audit", "proj", "--protocols", "proj.plugins", exempt], bare),
@@ -447,6 +447,7 @@ class TestAuditCommand:
                 (["audit", "proj"], bare),
                 (["audit", "proj_nope"], bare),
                 (["audit", "proj", "--exempt", "proj.storage"], bare),
+                (["audit", "proj", exempt], bare),
             ]
         )
         assert missing.returncode == 1
@@ -466,6 +467,7 @@ class TestAuditCommand:
         assert plain.returncode == 0  # without --protocols, no Protocol is audited
         assert "cannot import 'proj_nope'" in one_error_line(unknown)
         assert "--exempt needs ID=REASON" in one_error_line(no_reason)
+        assert "Protocol exemptions need --protocols PACKAGE" in one_error_line(no_protocols)
 
     def test_reads_its_arguments_from_pyproject(self, tmp_path: Path) -> None:
         table = """\
