@@ -480,6 +480,9 @@ class TestProtocols:
             "suite audit failed (1 problem):",
             f"  Protocol {NOTIFIER!r}: is the API type of no feature; declare a "
             "Feature[Notifier] with a suite, or exempt it with a reason",
+            # The base package's features are Feature[Any]: the likely reason, noted.
+            "  note: 3 features declared without an API type (Feature(...) or Feature[Any], "
+            "not Feature[API](...)) match no Protocol: 'app.blob', 'app.cache', 'app.text'",
         ]
 
     def test_passes_when_every_protocol_has_a_feature(self, make_package: MakePackage) -> None:
@@ -523,7 +526,7 @@ class TestProtocols:
         assert f"did you mean {NOTIFIER!r}?" in str(failure)
 
     def test_a_feature_without_an_api_type_matches_nothing(self) -> None:
-        """Feature(...) without [API] covers no Protocol, and the failure says why."""
+        """Feature(...) or Feature[Any] covers no Protocol, and the failure says why."""
 
         class Clock(Protocol):
             def now(self) -> float: ...
@@ -532,9 +535,13 @@ class TestProtocols:
         failure = audit_failure([untyped], [suite_for(untyped)], protocols=[Clock])
         assert failure.missing_protocols == (f"{__name__}.{Clock.__qualname__}",)
         assert str(failure).splitlines()[-1] == (
-            "  note: 1 feature declared without an API type (Feature(...), not "
-            "Feature[API](...)) match no Protocol: 'app.clock'"
+            "  note: 1 feature declared without an API type (Feature(...) or Feature[Any], "
+            "not Feature[API](...)) matches no Protocol: 'app.clock'"
         )
+        anything = ck.Feature[Any]("app.any", cases=("now",))
+        both = [untyped, anything]
+        failure = audit_failure(both, [suite_for(f) for f in both], protocols=[Clock])
+        assert str(failure).splitlines()[-1].endswith("match no Protocol: 'app.any', 'app.clock'")
         typed = ck.Feature[Clock]("app.clock", cases=("now",))
         audit_suites([typed], [suite_for(typed)], protocols=[Clock])
 

@@ -111,8 +111,7 @@ def audit_suites(
         if not found_protocols:
             raise ContractDefinitionError(
                 f"audit_suites() found no Protocol in {_name(protocols, 'the Protocols given')}; "
-                "give it the "
-                "package that defines the project's plugin Protocols"
+                "give it the package that defines the project's plugin Protocols"
             )
 
     problems: list[tuple[str, int, str]] = []
@@ -197,7 +196,7 @@ def _protocol_problems(
     untyped: list[str] = []
     for feature in features:
         api = _api_type(feature)
-        if api is None:
+        if api is None or api is Any or api is object:
             untyped.append(feature.id)
             continue
         origin = typing.get_origin(api)
@@ -237,10 +236,11 @@ def _protocol_problems(
     notes = []
     if missing and untyped:
         shown = ", ".join(map(repr, sorted(untyped)[:5])) + (", ..." if len(untyped) > 5 else "")
+        one = len(untyped) == 1
         notes.append(
-            f"  note: {len(untyped)} feature{'s' if len(untyped) > 1 else ''} declared "
-            f"without an API type (Feature(...), not Feature[API](...)) match no Protocol: "
-            f"{shown}"
+            f"  note: {len(untyped)} feature{'' if one else 's'} declared without an API type "
+            f"(Feature(...) or Feature[Any], not Feature[API](...)) "
+            f"match{'es' if one else ''} no Protocol: {shown}"
         )
     return _ProtocolProblems(
         [f"  Protocol {name!r}: {text}" for name, text in sorted(problems)],
