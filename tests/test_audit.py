@@ -9,7 +9,7 @@ import textwrap
 import types
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -37,7 +37,7 @@ queue = ck.Feature[Any]("app.queue", cases=("push",))
 # package and from the suites module, a subpackage, and a __main__ that must not
 # be imported.
 _HEADER = """\
-from typing import Any
+from typing import Any, Protocol
 
 import conformkit as ck
 
@@ -410,3 +410,224 @@ class TestSuiteAuditFailure:
         assert failure.unknown_exemptions == ()
         assert failure.duplicate_ids == ("c",)
         assert str(failure) == "message"
+
+
+# -- Protocols -------------------------------------------------------------------------
+
+PLUGIN_FILES = {
+    "plugins/__init__.py": "from auditpkg.plugins.storage import Storage as Storage\n",
+    "plugins/storage.py": """\
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Storage(Protocol):
+    async def put(self, key: str, value: bytes) -> None: ...
+
+
+class Box(Protocol[T]):
+    def get(self) -> T: ...
+
+
+class _Helper(Protocol):
+    def private(self) -> None: ...
+
+
+class NotAProtocol:
+    def put(self) -> None: ...
+""",
+    "plugins/notify.py": """\
+from typing import Protocol, SupportsInt  # an imported Protocol is not audited
+
+
+class Notifier(Protocol):
+    def notify(self, text: str) -> None: ...
+""",
+    "plugin_features.py": _HEADER
+    + """
+from auditpkg.plugins.storage import Box, Storage
+
+storage = ck.Feature[Storage]("app.storage", cases=("put",))
+box = ck.Feature[Box[int]]("app.box", cases=("get",))
+storage_suite = ck.ContractSuite(storage, {"put": case})
+box_suite = ck.ContractSuite(box, {"get": case})
+""",
+}
+NOTIFIER = "auditpkg.plugins.notify.Notifier"
+NOTIFIER_FEATURE = {
+    "notify_feature.py": _HEADER
+    + """
+from auditpkg.plugins.notify import Notifier
+
+notify = ck.Feature[Notifier]("app.notify", cases=("sends",))
+notify_suite = ck.ContractSuite(notify, {"sends": case})
+"""
+}
+ALL_SUITES = {"app.cache": "waiting for a backend"}
+
+
+class TestProtocols:
+    """audit_suites(..., protocols=): every plugin Protocol is the API type of a feature."""
+
+    def test_a_protocol_without_a_feature_fails(self, make_package: MakePackage) -> None:
+        """Notifier has no Feature: the audit names it, and only it."""
+        make_package(PLUGIN_FILES)
+        failure = audit_failure(PACKAGE, exempt=ALL_SUITES, protocols=f"{PACKAGE}.plugins")
+        assert failure.missing_protocols == (NOTIFIER,)
+        assert failure.missing == ()
+        assert str(failure).splitlines() == [
+            "suite audit failed (1 problem):",
+            f"  Protocol {NOTIFIER!r}: is the API type of no feature; declare a "
+            "Feature[Notifier] with a suite, or exempt it with a reason",
+            # The base package's features are Feature[Any]: the likely reason, noted.
+            "  note: 3 features declared without an API type (Feature(...) or Feature[Any], "
+            "not Feature[API](...)) match no Protocol: 'app.blob', 'app.cache', 'app.text'",
+        ]
+
+    def test_passes_when_every_protocol_has_a_feature(self, make_package: MakePackage) -> None:
+        """A Feature[Box[int]] covers the generic Box; _Helper and imported ones are skipped."""
+        make_package({**PLUGIN_FILES, **NOTIFIER_FEATURE})
+        audit_suites(PACKAGE, exempt=ALL_SUITES, protocols=f"{PACKAGE}.plugins")
+
+    def test_an_exempt_protocol_passes(self, make_package: MakePackage) -> None:
+        make_package(PLUGIN_FILES)
+        audit_suites(
+            PACKAGE,
+            exempt=ALL_SUITES,
+            protocols=f"{PACKAGE}.plugins",
+            exempt_protocols={NOTIFIER: "notifications are not pluggable yet"},
+        )
+
+    def test_a_stale_protocol_exemption_fails(self, make_package: MakePackage) -> None:
+        """The Protocol gained a feature: its exemption must go."""
+        make_package({**PLUGIN_FILES, **NOTIFIER_FEATURE})
+        failure = audit_failure(
+            PACKAGE,
+            exempt=ALL_SUITES,
+            protocols=f"{PACKAGE}.plugins",
+            exempt_protocols={NOTIFIER: "notifications are not pluggable yet"},
+        )
+        assert failure.stale_protocol_exemptions == (NOTIFIER,)
+        assert str(failure).splitlines()[1:] == [
+            f"  Protocol {NOTIFIER!r}: is exempt but now is the API type of feature "
+            "'app.notify'; remove it from the Protocol exemption list"
+        ]
+
+    def test_an_exemption_for_no_protocol_fails(self, make_package: MakePackage) -> None:
+        make_package({**PLUGIN_FILES, **NOTIFIER_FEATURE})
+        failure = audit_failure(
+            PACKAGE,
+            exempt=ALL_SUITES,
+            protocols=f"{PACKAGE}.plugins",
+            exempt_protocols={"auditpkg.plugins.notify.Notifer": "renamed since"},
+        )
+        assert failure.unknown_protocol_exemptions == ("auditpkg.plugins.notify.Notifer",)
+        assert f"did you mean {NOTIFIER!r}?" in str(failure)
+
+    def test_a_feature_without_an_api_type_matches_nothing(self) -> None:
+        """Feature(...) or Feature[Any] covers no Protocol, and the failure says why."""
+
+        class Clock(Protocol):
+            def now(self) -> float: ...
+
+        untyped: ck.Feature[Any] = ck.Feature("app.clock", cases=("now",))
+        failure = audit_failure([untyped], [suite_for(untyped)], protocols=[Clock])
+        assert failure.missing_protocols == (f"{__name__}.{Clock.__qualname__}",)
+        assert str(failure).splitlines()[-1] == (
+            "  note: 1 feature declared without an API type (Feature(...) or Feature[Any], "
+            "not Feature[API](...)) matches no Protocol: 'app.clock'"
+        )
+        anything = ck.Feature[Any]("app.any", cases=("now",))
+        both = [untyped, anything]
+        failure = audit_failure(both, [suite_for(f) for f in both], protocols=[Clock])
+        assert str(failure).splitlines()[-1].endswith("match no Protocol: 'app.any', 'app.clock'")
+        typed = ck.Feature[Clock]("app.clock", cases=("now",))
+        audit_suites([typed], [suite_for(typed)], protocols=[Clock])
+
+    def test_a_look_alike_or_a_subclass_does_not_match(self) -> None:
+        """The match is by identity, not by shape or by inheritance."""
+
+        class Clock(Protocol):
+            def now(self) -> float: ...
+
+        class Twin(Protocol):
+            def now(self) -> float: ...
+
+        class Precise(Clock, Protocol):
+            def now_ns(self) -> int: ...
+
+        for api in (Twin, Precise):
+            feature = ck.Feature[api]("app.clock", cases=("now",))  # type: ignore[valid-type]
+            failure = audit_failure([feature], [suite_for(feature)], protocols=[Clock])
+            assert failure.missing_protocols == (f"{__name__}.{Clock.__qualname__}",)
+
+    def test_features_and_protocols_problems_are_listed_together(
+        self, make_package: MakePackage
+    ) -> None:
+        make_package(PLUGIN_FILES)
+        failure = audit_failure(PACKAGE, protocols=f"{PACKAGE}.plugins")
+        assert failure.missing == ("app.cache",)
+        assert failure.missing_protocols == (NOTIFIER,)
+        assert str(failure).splitlines()[0] == "suite audit failed (2 problems):"
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error", "message"),
+        [
+            pytest.param(
+                {"protocols": "textwrap"},
+                ck.ContractDefinitionError,
+                "found no Protocol in 'textwrap'",
+                id="no-protocol",
+            ),
+            pytest.param(
+                {"protocols": []},
+                ck.ContractDefinitionError,
+                "found no Protocol in the Protocols given",
+                id="empty",
+            ),
+            pytest.param(
+                {"protocols": [int]},
+                TypeError,
+                "protocols must all be Protocol classes, got <class 'int'> at protocols[0]",
+                id="not-a-protocol",
+            ),
+            pytest.param(
+                {"protocols": 42},
+                TypeError,
+                "protocols must be Protocol classes, a module, or a dotted module name",
+                id="number",
+            ),
+            pytest.param(
+                {"exempt_protocols": {"x.Y": "why"}},
+                TypeError,
+                "exempt_protocols= needs protocols=",
+                id="exemption-without-protocols",
+            ),
+            pytest.param(
+                {"protocols": "auditpkg_nope"},
+                ck.ContractDefinitionError,
+                "cannot import 'auditpkg_nope'",
+                id="unknown-module",
+            ),
+            pytest.param(
+                {"protocols": [Protocol], "exempt_protocols": {"x.Y": ""}},
+                ck.ContractDefinitionError,
+                "exempt_protocols['x.Y'] needs a non-empty reason",
+                id="empty-reason",
+            ),
+            pytest.param(
+                {"protocols": [Protocol], "exempt_protocols": ["x.Y"]},
+                TypeError,
+                "exempt_protocols= must map each Protocol (module.QualName) to the reason",
+                id="list-of-names",
+            ),
+        ],
+    )
+    def test_bad_arguments(
+        self, kwargs: dict[str, Any], error: type[Exception], message: str
+    ) -> None:
+        with pytest.raises(error) as caught:
+            audit_suites([text], [suite_for(text)], **kwargs)
+        assert message in str(caught.value)
+        assert "\n" not in str(caught.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from typing import Any, Protocol
 
 import pytest
 from hypothesis import given
@@ -243,6 +244,127 @@ class TestAssertContract:
             match=r"broken: failed: case 'broken' failed: AssertionError: value lost",
         ):
             ck.assert_contract(outcome)
+
+
+class Counter(Protocol):
+    async def increment(self) -> int: ...
+    async def value(self) -> int: ...
+    async def reset(self) -> None: ...
+
+
+class MemoryCounterAPI:
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def increment(self) -> int:
+        self.count += 1
+        return self.count
+
+    async def value(self) -> int:
+        return self.count
+
+    async def reset(self) -> None:
+        self.count = 0
+
+
+counter = ck.Feature[Counter]("gate.counter", cases=("counts", "resets"))
+
+
+class MemoryCounter(ck.FeatureImplementation[Counter]):
+    feature = counter
+    coverage = counter.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> Counter:
+        return MemoryCounterAPI()
+
+
+async def counts(api: Counter) -> None:
+    await api.increment()
+    assert await api.value() == 1
+
+
+async def resets(api: Counter) -> None:
+    await api.increment()
+    await api.reset()
+    assert await api.value() == 0
+
+
+async def resets_nothing(api: Counter) -> None:
+    """Named for reset, but never calls it: the defect the exercise gate catches."""
+    assert await api.value() == 0
+
+
+thorough = ck.ContractSuite(counter, {"counts": counts, "resets": resets})
+forgetful = ck.ContractSuite(counter, {"counts": counts, "resets": resets_nothing})
+
+
+class TestRequireExercised:
+    @pytest.mark.anyio
+    async def test_rejects_a_contract_whose_cases_never_call_an_operation(self) -> None:
+        """Every case passes, yet reset() was never called: the gate names it."""
+        outcome = await ck.run_contract(MemoryCounter(), forgetful, reject_vacuous=True)
+        assert outcome.unexercised == ("reset",)
+        ck.assert_contract(outcome)  # the default gate does not look
+        ck.assert_contract(outcome, require_full=True)
+        with pytest.raises(ck.ContractFailure) as caught:
+            ck.assert_contract(outcome, require_exercised=True)
+        assert str(caught.value).splitlines() == [
+            "contract 'gate.counter' does not hold for MemoryCounter:",
+            "  operations no case exercised: reset",
+        ]
+        assert caught.value.report is outcome
+
+    @pytest.mark.anyio
+    async def test_holds_when_every_operation_is_called(self) -> None:
+        outcome = await ck.run_contract(MemoryCounter(), thorough, reject_vacuous=True)
+        assert outcome.unexercised == ()
+        ck.assert_contract(outcome, require_exercised=True, require_full=True)
+
+    @pytest.mark.anyio
+    async def test_rejects_a_run_that_did_not_record_calls(self) -> None:
+        """Without recording, nothing is known: the gate fails and says how to record."""
+        outcome = await ck.run_contract(MemoryCounter(), thorough)
+        assert outcome.unexercised is None
+        with pytest.raises(ck.ContractFailure) as caught:
+            ck.assert_contract(outcome, require_exercised=True)
+        lines = str(caught.value).splitlines()
+        assert lines[1:] == [
+            "  operations not recorded: the run did not record which operations its cases "
+            "called: that needs reject_vacuous=True (conformkit run --reject-vacuous), and a "
+            "feature declared as Feature[API] so that its operations are known"
+        ]
+
+    @pytest.mark.anyio
+    async def test_rejects_a_feature_whose_api_type_is_unknown(self) -> None:
+        """A Feature without [API] has no known operations, recording or not."""
+        untyped: ck.Feature[Any] = ck.Feature("gate.untyped", cases=("counts",))
+
+        class Untyped(ck.FeatureImplementation[Any]):
+            feature = untyped
+            coverage = untyped.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return MemoryCounterAPI()
+
+        suite = ck.ContractSuite(untyped, {"counts": counts})
+        outcome = await ck.run_contract(Untyped(), suite, reject_vacuous=True)
+        assert outcome.unexercised is None
+        with pytest.raises(ck.ContractFailure, match="operations not recorded"):
+            ck.assert_contract(outcome, require_exercised=True)
+
+    def test_lists_every_unexercised_operation_with_the_other_offences(self) -> None:
+        outcome = ck.ContractReport(
+            "kv",
+            "Memory",
+            (ck.CaseResult("read", PASSED), ck.CaseResult("write", FAILED, "boom")),
+            unexercised=("delete", "scan"),
+        )
+        with pytest.raises(ck.ContractFailure) as caught:
+            ck.assert_contract(outcome, require_exercised=True)
+        assert str(caught.value).splitlines()[1:] == [
+            "  write: failed: boom",
+            "  operations no case exercised: delete, scan",
+        ]
 
 
 def test_results_are_immutable() -> None:

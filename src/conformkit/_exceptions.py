@@ -85,7 +85,8 @@ if not TYPE_CHECKING:
 @final
 class SuiteAuditFailure(ConformkitError, AssertionError):
     """
-    The suite audit found a feature without a suite, or an exemption to remove.
+    The suite audit found a feature without a suite, a Protocol without a
+    feature, or an exemption to remove.
 
     An :class:`AssertionError`, so every test runner shows it as a test failure.
     The message has one line per problem, sorted by feature ID; the IDs are also
@@ -96,12 +97,19 @@ class SuiteAuditFailure(ConformkitError, AssertionError):
     :param stale_exemptions: exempt IDs whose features now all have a suite.
     :param unknown_exemptions: exempt IDs that name no audited feature.
     :param duplicate_ids: IDs shared by two or more different :class:`Feature` objects.
+    :param missing_protocols: qualified names (``module.Name``) of audited
+        ``Protocol`` classes that are the API type of no feature and are not exempt.
+    :param stale_protocol_exemptions: exempt Protocols that now have a feature.
+    :param unknown_protocol_exemptions: exempt names that name no audited Protocol.
     """
 
     missing: tuple[str, ...]
     stale_exemptions: tuple[str, ...]
     unknown_exemptions: tuple[str, ...]
     duplicate_ids: tuple[str, ...]
+    missing_protocols: tuple[str, ...]
+    stale_protocol_exemptions: tuple[str, ...]
+    unknown_protocol_exemptions: tuple[str, ...]
 
     def __init__(
         self,
@@ -111,12 +119,18 @@ class SuiteAuditFailure(ConformkitError, AssertionError):
         stale_exemptions: Iterable[str] = (),
         unknown_exemptions: Iterable[str] = (),
         duplicate_ids: Iterable[str] = (),
+        missing_protocols: Iterable[str] = (),
+        stale_protocol_exemptions: Iterable[str] = (),
+        unknown_protocol_exemptions: Iterable[str] = (),
     ) -> None:
         super().__init__(message)
         self.missing = tuple(sorted(missing))
         self.stale_exemptions = tuple(sorted(stale_exemptions))
         self.unknown_exemptions = tuple(sorted(unknown_exemptions))
         self.duplicate_ids = tuple(sorted(duplicate_ids))
+        self.missing_protocols = tuple(sorted(missing_protocols))
+        self.stale_protocol_exemptions = tuple(sorted(stale_protocol_exemptions))
+        self.unknown_protocol_exemptions = tuple(sorted(unknown_protocol_exemptions))
 
 
 class UsageError(ConformkitError, ValueError):

@@ -267,6 +267,7 @@ class Gate:
         proven: bool,
         cleanup_errors: Iterable[str],
         unexercised: tuple[str, ...] | None,
+        complete: bool = True,
     ) -> list[Offence]:
         """
         The offences of a report that belong to no single case.
@@ -275,21 +276,25 @@ class Gate:
         :param cleanup_errors: the failures outside any case, each as one line.
         :param unexercised: the report's operations that no case called, or
             ``None`` when the run did not record calls.
+        :param complete: whether the report holds every case of the pair. Only a
+            complete one is judged on the operations it exercised: a shard's
+            share of the cases is, when its reports are merged.
         """
         offences = [Offence("cleanup", "cleanup error", error) for error in cleanup_errors]
         if not proven:
             offences.append(
                 Offence("gate", "no case passed", "a report that proves nothing cannot hold")
             )
-        if self.require_exercised:
+        if self.require_exercised and complete:
             if unexercised is None:
                 offences.append(
                     Offence(
                         "gate",
                         "operations not recorded",
-                        "the run did not record which operations its cases called "
-                        "(reject_vacuous=True records them, for a Feature[API] that names "
-                        "its API type)",
+                        "the run did not record which operations its cases called: that "
+                        "needs reject_vacuous=True (conformkit run --reject-vacuous), and "
+                        "a feature declared as Feature[API] so that its operations are "
+                        "known",
                     )
                 )
             elif unexercised:
@@ -300,7 +305,11 @@ class Gate:
 
 
 def assert_contract(
-    report: ContractReport, *, require_full: bool = False, reject_stale: bool = False
+    report: ContractReport,
+    *,
+    require_full: bool = False,
+    reject_stale: bool = False,
+    require_exercised: bool = False,
 ) -> None:
     """
     The gate: return quietly if the report holds, raise :exc:`ContractFailure` if not.
@@ -311,13 +320,21 @@ def assert_contract(
     ``require_full=True`` every case must have passed. With
     ``reject_stale=True``, a case declared unsupported that passed when probed
     (``probe_unsupported=True``) is rejected too, so a declared gap cannot
-    outlive its cause.
+    outlive its cause. With ``require_exercised=True``, every operation of the
+    API must have been called by some case (``report.unexercised`` is empty),
+    and a report that could not tell, because its run did not record calls
+    (``reject_vacuous=True``), is rejected as well.
 
-    :raises ContractFailure: listing each offending case with its status and reason.
+    :raises ContractFailure: listing each offending case with its status and
+        reason, and each rule the report as a whole breaks.
     """
     if not isinstance(report, ContractReport):
         raise TypeError(f"assert_contract() needs a ContractReport, got {report!r}")
-    gate = Gate(require_full=require_full, reject_stale=reject_stale)
+    gate = Gate(
+        require_full=require_full,
+        reject_stale=reject_stale,
+        require_exercised=require_exercised,
+    )
     offences = [
         f"  {result.case_id}: {result.status.value}: {result.reason}"
         for result in report.results

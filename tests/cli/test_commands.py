@@ -705,6 +705,7 @@ class TestFormats:
         assert list(report["run"]) == [
             "conformkit", "python", "platform", "backend", "started", "finished",
             "targets", "installed", "require_full", "select", "shard", "stopped",
+            "reject_stale", "require_exercised", "reject_vacuous", "probe_unsupported",
         ]  # fmt: skip
         entry = report["reports"][2]
         assert list(entry) == [

@@ -191,6 +191,8 @@ class TestGate:
         st.booleans(),
         st.booleans(),
         st.booleans(),
+        st.booleans(),
+        st.none() | st.lists(st.sampled_from(("get", "put", "delete")), unique=True).map(tuple),
     )
     def test_agrees_with_assert_contract(
         self,
@@ -198,6 +200,8 @@ class TestGate:
         require_full: bool,
         reject_stale: bool,
         cleanup_error: bool,
+        require_exercised: bool,
+        unexercised: tuple[str, ...] | None,
     ) -> None:
         """
         Without a baseline, an entry holds exactly when assert_contract passes its
@@ -212,6 +216,7 @@ class TestGate:
                 for i, (status, stale) in enumerate(cases)
             ),
             (RuntimeError("late"),) if cleanup_error else (),
+            unexercised,
         )
         entry = Entry(
             "f",
@@ -221,12 +226,22 @@ class TestGate:
             tuple(result.case_id for result in report.results),
             tuple(CaseRecord.of(result) for result in report.results),
             tuple(ErrorRecord.of(error) for error in report.cleanup_errors),
+            unexercised,
         )
         [read_back] = through_json(Matrix(RUN, (entry,))).entries
         assert read_back == entry
-        gate = Gate(require_full=require_full, reject_stale=reject_stale)
+        gate = Gate(
+            require_full=require_full,
+            reject_stale=reject_stale,
+            require_exercised=require_exercised,
+        )
         try:
-            ck.assert_contract(report, require_full=require_full, reject_stale=reject_stale)
+            ck.assert_contract(
+                report,
+                require_full=require_full,
+                reject_stale=reject_stale,
+                require_exercised=require_exercised,
+            )
         except ck.ContractFailure as failure:
             lines = str(failure).splitlines()[1:]
         else:

@@ -1,12 +1,13 @@
 """
-The ``conformkit`` command line: ``run``, ``list``, ``demo`` and ``merge``.
+The ``conformkit`` command line: ``run``, ``list``, ``demo``, ``merge`` and ``audit``.
 
 Exit status: 0 when the gate holds, 1 when it fails, 2 for a usage or definition
 error, which is reported on one line of stderr (``--debug`` adds the traceback),
 130 after Ctrl-C and 143 after SIGTERM.
 
 Its private modules, in the order a command uses them: ``_parser`` (the
-arguments, and :func:`main`), ``_commands`` (each command, and the runner of
+arguments, and :func:`main`), ``_config`` (the project's ``[tool.conformkit]``
+in ``pyproject.toml``), ``_commands`` (each command, and the runner of
 many pairs), ``_collect`` (targets into pairs of implementation and suite),
 ``_matrix`` (the report of a run, its JSON form and the merge of shards),
 ``_baseline`` (known failures), ``_outcome`` (what the report says of each

@@ -82,9 +82,14 @@ def collect(
     *,
     installed: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
+    reject_vacuous: bool = False,
+    probe_unsupported: bool = False,
 ) -> list[Pair]:
     """
     Collect the suites and implementations that targets and entry points hold, and pair them.
+
+    ``timeout``, ``reject_vacuous`` and ``probe_unsupported`` are those of
+    ``run_contract``, for every pair.
 
     :param targets: ``pkg.contracts``, ``pkg.contracts:name``, ``path/to/file.py`` or
         ``path/to/file.py:name``.
@@ -134,11 +139,17 @@ def collect(
                 collector.contexts.append((context, distribution))
             if not collector.gather(value, where, distribution, explicit=True):
                 raise UsageError(f"{where} holds no contract suite or feature implementation")
-    return collector.pairs(timeout)
+    return collector.pairs(
+        timeout, reject_vacuous=reject_vacuous, probe_unsupported=probe_unsupported
+    )
 
 
 def collect_modules(
-    modules: Iterable[types.ModuleType], *, timeout: float | None = DEFAULT_TIMEOUT
+    modules: Iterable[types.ModuleType],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    reject_vacuous: bool = False,
+    probe_unsupported: bool = False,
 ) -> list[Pair]:
     """
     Pair the ``suite`` of each module with the module's ``implementations``.
@@ -154,7 +165,9 @@ def collect_modules(
         collector.gather(
             module.implementations, f"{module.__name__}:implementations", None, explicit=True
         )
-    return collector.pairs(timeout)
+    return collector.pairs(
+        timeout, reject_vacuous=reject_vacuous, probe_unsupported=probe_unsupported
+    )
 
 
 def load_target(target: str) -> tuple[object, str, types.ModuleType]:
@@ -394,7 +407,13 @@ class _Collector:
             found += self.gather(value, where, distribution, explicit=explicit)
         return found
 
-    def pairs(self, timeout: float | None) -> list[Pair]:
+    def pairs(
+        self,
+        timeout: float | None,
+        *,
+        reject_vacuous: bool = False,
+        probe_unsupported: bool = False,
+    ) -> list[Pair]:
         """
         Each implementation with the suite of its feature, suites in the order found.
 
@@ -449,7 +468,13 @@ class _Collector:
                 by_feature[key] = found_implementations
             names: dict[str, str] = {}
             for implementation, place in by_feature[key]:
-                plan = RunPlan(implementation, suite, timeout)
+                plan = RunPlan(
+                    implementation,
+                    suite,
+                    timeout,
+                    reject_vacuous=reject_vacuous,
+                    probe_unsupported=probe_unsupported,
+                )
                 if plan.name in names:
                     raise UsageError(
                         f"two implementations of feature {suite.feature.id!r} are named "

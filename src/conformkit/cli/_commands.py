@@ -1,5 +1,5 @@
 """
-The commands: ``run``, ``list``, ``demo`` and ``merge``; the runner of many pairs
+The commands: ``run``, ``list``, ``demo``, ``merge`` and ``audit``; the runner of many pairs
 with its progress; and the errors that end a command, each on one line.
 """
 
@@ -242,6 +242,10 @@ def _execute(
             select=getattr(arguments, "select", ()),
             shard=shard,
             stopped=stopped,
+            reject_stale=arguments.reject_stale,
+            require_exercised=arguments.require_exercised,
+            reject_vacuous=arguments.reject_vacuous,
+            probe_unsupported=arguments.probe_unsupported,
         )
 
     def stuck(watch: Watch) -> None:
@@ -309,9 +313,11 @@ def _stopped(error: BaseException, judged: int, total: int, running: str) -> Run
 
 def _run_command(arguments: argparse.Namespace) -> int:
     from ._collect import target_file
+    from ._config import apply_gate, find_settings
 
     if not arguments.targets and not arguments.installed:
         raise UsageError("name at least one TARGET, or pass --installed")
+    apply_gate(arguments, find_settings())
     if arguments.update_baseline and not arguments.baseline:
         raise UsageError("--update-baseline needs --baseline FILE: the file to rewrite")
     shard = parse_shard(arguments.shard) if arguments.shard is not None else None
@@ -328,7 +334,13 @@ def _run_command(arguments: argparse.Namespace) -> int:
     try:
         outputs.prepare(*extra, reads=reads)
         timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
-        pairs = collect(arguments.targets, installed=arguments.installed, timeout=timeout)
+        pairs = collect(
+            arguments.targets,
+            installed=arguments.installed,
+            timeout=timeout,
+            reject_vacuous=arguments.reject_vacuous,
+            probe_unsupported=arguments.probe_unsupported,
+        )
         selections = select(pairs, arguments.select, shard)
         matrix, stop = _execute(
             arguments,
@@ -372,13 +384,21 @@ def bundled_modules() -> list[types.ModuleType]:
 
 
 def _demo_command(arguments: argparse.Namespace) -> int:
+    from ._config import apply_gate
+
+    apply_gate(arguments, None)  # the bundled profiles are not the project's
     outputs = Outputs(arguments.outputs, _verbosity(arguments))
     _backend(arguments.backend)
     try:
         outputs.prepare()
         modules = bundled_modules()
         timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
-        pairs = collect_modules(modules, timeout=timeout)
+        pairs = collect_modules(
+            modules,
+            timeout=timeout,
+            reject_vacuous=arguments.reject_vacuous,
+            probe_unsupported=arguments.probe_unsupported,
+        )
         selections = [pair.case_ids for pair in pairs]
         names = [module.__name__ for module in modules]
         matrix, stop = _execute(
@@ -514,9 +534,64 @@ def _listing(pairs: list[Pair], selections: list[tuple[str, ...]]) -> dict[str, 
     return {"format": "conformkit.list", "version": 1, "features": list(features.values())}
 
 
+def _audit_command(arguments: argparse.Namespace) -> int:
+    from .._audit import audit_suites
+    from .._exceptions import SuiteAuditFailure
+    from ._config import find_settings
+
+    settings = find_settings()
+    file = {} if settings is None else settings.audit
+    features = arguments.features or file.get("features")
+    if features is None:
+        where = (
+            "" if settings is None else f" (nor does [tool.conformkit.audit] in {settings.path})"
+        )
+        raise UsageError(f"name the PACKAGE that defines the features{where}")
+    suites = arguments.suites or file.get("suites")
+    protocols = arguments.protocols or file.get("protocols")
+    exempt = {**file.get("exempt", {}), **_exemptions(arguments.exempt, "--exempt", "ID")}
+    exempt_protocols = {
+        **file.get("exempt-protocols", {}),
+        **_exemptions(arguments.exempt_protocols, "--exempt-protocol", "NAME"),
+    }
+    if exempt_protocols and protocols is None:
+        raise UsageError("Protocol exemptions need --protocols PACKAGE: the Protocols to audit")
+    # As with ``python -m``, and as for `run`, modules in the current directory are importable.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        audit_suites(
+            features,
+            suites,
+            exempt=exempt,
+            protocols=protocols,
+            exempt_protocols=exempt_protocols or None,
+        )
+    except SuiteAuditFailure as failure:
+        write(sys.stdout, printable(str(failure)) + "\n")
+        return 1
+    checked = "every feature has a suite"
+    if protocols is not None:
+        checked += ", every Protocol a feature"
+    write(sys.stdout, f"suite audit holds: {checked}\n")
+    return 0
+
+
+def _exemptions(given: Sequence[str], option: str, key: str) -> dict[str, str]:
+    """``--exempt ID=REASON`` options as a dict; a reason is mandatory."""
+    found: dict[str, str] = {}
+    for text in given:
+        name, equals, reason = text.partition("=")
+        if not equals or not name.strip() or not reason.strip():
+            raise UsageError(f"{option} needs {key}=REASON, a reason included, got {text!r}")
+        found[name.strip()] = reason.strip()
+    return found
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run_command,
     "list": _list_command,
     "demo": _demo_command,
     "merge": _merge_command,
+    "audit": _audit_command,
 }

@@ -201,6 +201,8 @@ class RunInfo:
 
     :ivar stopped: why the run stopped before it judged every case it selected
         (Ctrl-C); ``None`` for a run that went to its end. A stopped run fails the gate.
+    :ivar reject_stale, require_exercised: the gate's options besides ``require_full``.
+    :ivar reject_vacuous, probe_unsupported: how the cases were run, as for ``run_contract``.
     """
 
     conformkit: str
@@ -215,11 +217,19 @@ class RunInfo:
     select: tuple[str, ...] = ()
     shard: Shard | None = None
     stopped: str | None = None
+    reject_stale: bool = False
+    require_exercised: bool = False
+    reject_vacuous: bool = False
+    probe_unsupported: bool = False
 
     @property
     def gate(self) -> Gate:
         """The gate the run's options ask for."""
-        return Gate(require_full=self.require_full)
+        return Gate(
+            require_full=self.require_full,
+            reject_stale=self.reject_stale,
+            require_exercised=self.require_exercised,
+        )
 
     def to_json(self) -> dict[str, Any]:
         shard = self.shard
@@ -236,6 +246,10 @@ class RunInfo:
             "select": list(self.select),
             "shard": None if shard is None else {"index": shard.index, "count": shard.count},
             "stopped": self.stopped,
+            "reject_stale": self.reject_stale,
+            "require_exercised": self.require_exercised,
+            "reject_vacuous": self.reject_vacuous,
+            "probe_unsupported": self.probe_unsupported,
         }
 
 
@@ -307,6 +321,10 @@ def run_information(
     select: Sequence[str] = (),
     shard: Shard | None = None,
     stopped: str | None = None,
+    reject_stale: bool = False,
+    require_exercised: bool = False,
+    reject_vacuous: bool = False,
+    probe_unsupported: bool = False,
 ) -> RunInfo:
     """
     What a run was: the versions, the platform, the options and the times.
@@ -334,6 +352,10 @@ def run_information(
         tuple(clean(pattern) for pattern in select),
         shard,
         None if stopped is None else clean(stopped),
+        reject_stale,
+        require_exercised,
+        reject_vacuous,
+        probe_unsupported,
     )
 
 
@@ -495,6 +517,11 @@ class _Reader:
             None if shard is None else Shard(index, count),
             # Added to version 1: reports written before it have no "stopped".
             self.optional(data, "stopped", str, "run") if "stopped" in data else None,
+            # Added to version 1, as were the options below.
+            *(
+                self.get(data, option, bool, "run") if option in data else False
+                for option in _ADDED_OPTIONS
+            ),
         )
 
     def baseline(self, data: dict[str, Any]) -> BaselineInfo:
@@ -592,6 +619,17 @@ def from_json(data: object, source: str) -> Matrix:
 # -- merging -----------------------------------------------------------------------
 
 
+_ADDED_OPTIONS = ("reject_stale", "require_exercised", "reject_vacuous", "probe_unsupported")
+"""The run's options added within version 1, in the order of :class:`RunInfo`'s fields."""
+
+_MERGED_OPTIONS = (
+    ("require_full", "--require-full"),
+    ("select", "-k"),
+    *((option, f"--{option.replace('_', '-')}") for option in _ADDED_OPTIONS),
+)
+"""The options that the reports merged must share, each as the command line spells it."""
+
+
 def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
     """
     Combine the reports of shards (or of separate runs) into one.
@@ -607,7 +645,7 @@ def merge(reports: Sequence[tuple[Matrix, str]]) -> Matrix:
         raise UsageError("merge needs at least one report")
     first, first_source = reports[0]
     for matrix, source in reports[1:]:
-        for option, shown in (("require_full", "--require-full"), ("select", "-k")):
+        for option, shown in _MERGED_OPTIONS:
             if getattr(matrix.run, option) != getattr(first.run, option):
                 raise UsageError(
                     f"{source} and {first_source} were run with different {shown} options; "
@@ -731,6 +769,10 @@ def _merge_runs(runs: Sequence[RunInfo]) -> RunInfo:
         first.select,
         None,
         None if not stops else "; ".join(dict.fromkeys(stops)),
+        first.reject_stale,
+        first.require_exercised,
+        first.reject_vacuous,
+        first.probe_unsupported,
     )
 
 

@@ -135,6 +135,7 @@ def entry_notes(entry: Entry, gate: Gate) -> list[Outcome]:
             proven=_proven(entry),
             cleanup_errors=[str(error) for error in entry.cleanup_errors],
             unexercised=entry.unexercised,
+            complete=len(entry.results) == len(entry.planned),
         )
     ]
 
@@ -146,6 +147,7 @@ def holds(entry: Entry, gate: Gate) -> bool:
             proven=_proven(entry),
             cleanup_errors=[str(error) for error in entry.cleanup_errors],
             unexercised=entry.unexercised,
+            complete=len(entry.results) == len(entry.planned),
         )
     )
 

@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(run)
     _add_targets(run)
     _add_running(run)
+    _add_gate(run, settable=True)
     _add_outputs(run)
     group = run.add_argument_group("baseline")
     group.add_argument(
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_debug(demo)
     _add_running(demo)
+    _add_gate(demo, settable=False)
     _add_outputs(demo)
 
     merging = commands.add_parser(
@@ -184,6 +186,42 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(merging)
     _add_outputs(merging)
     merging.add_argument("reports", nargs="+", metavar="REPORT.json")
+
+    auditing = commands.add_parser(
+        "audit",
+        help="check that every feature has a suite, and every plugin Protocol a feature",
+        description="The suite audit: every feature of PACKAGE has a suite, every Protocol "
+        "of --protocols is the API type of a feature, and every exemption is still needed. "
+        "Defaults come from [tool.conformkit.audit] in pyproject.toml.",
+    )
+    _add_debug(auditing)
+    auditing.add_argument(
+        "features",
+        nargs="?",
+        metavar="PACKAGE",
+        help="the package that defines the features (default: the file's 'features')",
+    )
+    auditing.add_argument(
+        "--suites", metavar="PACKAGE", help="where the suites are (default: PACKAGE)"
+    )
+    auditing.add_argument(
+        "--protocols", metavar="PACKAGE", help="the package whose Protocols need a feature"
+    )
+    auditing.add_argument(
+        "--exempt",
+        action="append",
+        default=[],
+        metavar="ID=REASON",
+        help="a feature allowed to have no suite, and why (repeatable)",
+    )
+    auditing.add_argument(
+        "--exempt-protocol",
+        dest="exempt_protocols",
+        action="append",
+        default=[],
+        metavar="NAME=REASON",
+        help="a Protocol (module.QualName) allowed to have no feature, and why (repeatable)",
+    )
     return parser
 
 
@@ -243,14 +281,32 @@ def _add_running(parser: argparse.ArgumentParser) -> None:
         help="how many cases of a pair run at once",
     )
     group.add_argument(
-        "--require-full", action="store_true", help="every case must pass, unsupported too"
-    )
-    group.add_argument(
         "--check-isolation",
         action="store_true",
         help="create a second API alongside each case's: a create() that returns the API "
         "of another live scope fails the case, at any --concurrency",
     )
+
+
+def _add_gate(parser: argparse.ArgumentParser, *, settable: bool) -> None:
+    """
+    The gate's options and how the cases run for them. Each defaults to
+    ``None``: unset, so that ``[tool.conformkit]`` (for ``run``) can set it;
+    ``--no-...`` turns off what the file turns on.
+    """
+    where = " (or [tool.conformkit] in pyproject.toml)" if settable else ""
+    group = parser.add_argument_group("gate", f"what a report must show to hold{where}")
+    for option, text in (
+        ("--require-full", "every case must pass, unsupported too"),
+        (
+            "--require-exercised",
+            "every operation of the API must be called by some case (needs --reject-vacuous)",
+        ),
+        ("--reject-vacuous", "record the calls of each case; fail a case that made none"),
+        ("--probe-unsupported", "run the cases declared unsupported too, marking those that pass"),
+        ("--reject-stale", "fail a case declared unsupported that passed when probed"),
+    ):
+        group.add_argument(option, action=argparse.BooleanOptionalAction, default=None, help=text)
 
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
