@@ -184,10 +184,13 @@ def _grid(matrix: Matrix, grid: FeatureGrid) -> list[str]:
     return out
 
 
+_NOT_RUN_TITLE: Final = "not run: not selected, or not a case this implementation claims"
+
+
 def _mark(record: CaseRecord | None, gate: Gate) -> str:
     """A case's cell: its mark; a case that did not pass opens to its outcome."""
     if record is None:
-        return f'<td class="mark none" title="not run">{_h(NOT_RUN)}</td>'
+        return f'<td class="mark none" title="{_NOT_RUN_TITLE}">{_h(NOT_RUN)}</td>'
     outcome = case_outcome(record, gate)
     mark = _h(SYMBOLS[record.status])
     kind = outcome.severity.value
