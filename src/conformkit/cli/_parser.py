@@ -75,7 +75,13 @@ class _VersionAction(argparse.Action):
     """``--version``: the installed distribution's version, looked up only when asked."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )
 
     def __call__(
         self,
