@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import re
 import subprocess
@@ -282,6 +283,22 @@ class TestPages:
         """Every example file a page shows is one that TestExamples runs, or the contract."""
         assert mirrored_files() <= RUN_EXAMPLES | SHARED_EXAMPLES
         assert "text_contract.py" in mirrored_files()
+
+    def test_the_api_page_shows_sphinx_roles_as_code(self) -> None:
+        """The site's hook turns a docstring's :class:`X` (rendered) into plain code."""
+        spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "tools/docs_hooks.py")
+        assert spec is not None
+        assert spec.loader is not None
+        hooks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hooks)
+        html = (
+            "An :class:<code>AssertionError</code>, "
+            "see :meth:<code>~conformkit.Feature.coverage</code>"
+        )
+        assert hooks.on_page_content(html) == (
+            "An <code>AssertionError</code>, see <code>coverage</code>"
+        )
+        assert hooks.on_page_content("ratio 1:2 <code>x:y</code>") == "ratio 1:2 <code>x:y</code>"
 
     def test_every_page_is_in_the_mkdocs_nav(self) -> None:
         """mkdocs.yml lists every page under docs/, so none is built unreachable."""
