@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib.util
 import os
 import re
 import subprocess
@@ -25,16 +27,21 @@ RUN_EXAMPLES = frozenset(
     {"pytest_loop.py", "unittest_loop.py", "script.py", "ci_gate.py", "typing_checks.py"}
 )
 SHARED_EXAMPLES = frozenset({"text_contract.py"})
+# The pages with no example: the API reference (generated) and the glossary.
+PAGES_WITHOUT_CODE = frozenset({"api.md", "glossary.md"})
 
 _FENCE = re.compile(
     r"^(?P<indent>[ \t]*)```(?P<language>[^\s`]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
-# pymdownx.snippets' block form: the lines between two `--8<--` lines name files,
-# each optionally with a section, `path:name`, marked `--8<-- [start:name]` in it.
-_SNIPPET_MARK = "--8<--"
-_SNIPPET_PATH = re.compile(r"^(?P<path>[^\s:]+)(?::(?P<section>[a-z][-_0-9a-z]*))?$")
-_SECTION_MARK = re.compile(r"--8<--\s*\[\s*(?P<kind>start|end)\s*:\s*(?P<name>[-_0-9a-z]+)\s*\]")
+# A block that shows a file of docs/examples/ (or a section of one) follows a
+# comment naming it, which a rendered page hides:
+#     <!-- docs/examples/text_contract.py -->
+#     <!-- docs/examples/typing_checks.py:session -->
+# The file keeps a section between `# [start:NAME]` and `# [end:NAME]` lines.
+_MIRROR = re.compile(r"<!--\s*(?P<path>docs/examples/[^\s:]+)(?::(?P<section>[-_0-9a-z]+))?\s*-->")
+_SECTION_MARK = re.compile(r"^\s*# \[(?P<kind>start|end):(?P<name>[-_0-9a-z]+)\]")
+_RETIRED_INCLUDE = "--8<" + "--"  # pymdownx.snippets' mark: the pages no longer include files
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,17 @@ class Code:
     filename: Path
     first_line: int
     source: str
+    mirrors: tuple[Path, str | None] | None = None
+    """The example file (and section) that the block shows, when it shows one."""
 
     def compile(self) -> types.CodeType:
-        """Compile as a module of its own, its line numbers those of the page or file."""
+        """Compile as a module of its own, its line numbers those of the page."""
         code = compile(self.source, str(self.filename), "exec", dont_inherit=True)
         return _shift_lines(code, self.first_line - 1)
+
+    @property
+    def where(self) -> str:
+        return f"{self.filename.relative_to(ROOT)}:{self.first_line}"
 
 
 def _shift_lines(code: types.CodeType, offset: int) -> types.CodeType:
@@ -62,57 +75,51 @@ def _shift_lines(code: types.CodeType, offset: int) -> types.CodeType:
 
 
 def python_blocks(page: Path) -> Iterator[Code]:
-    """Yield each ```python block of a page, snippet includes replaced by the included code."""
+    """Yield each ```python block of a page, with the example file it mirrors, if any."""
     text = page.read_text(encoding="utf-8")
     for fence in _FENCE.finditer(text):
         if fence["language"] != "python":
             continue
         line = text.count("\n", 0, fence.start("body")) + 1
         body = textwrap.dedent(fence["body"])
-        if _SNIPPET_MARK in body:
-            yield from _included(page, line, body)
-        else:
-            yield Code(page, line, body)
+        before = text[: fence.start()].removesuffix("\n").rpartition("\n")[2]
+        mark = _MIRROR.fullmatch(before.strip())
+        mirrors = None if mark is None else (ROOT / mark["path"], mark["section"])
+        yield Code(page, line, body, mirrors)
 
 
-def _included(page: Path, line: int, body: str) -> Iterator[Code]:
-    lines = body.strip().splitlines()
-    where = f"{page.name}:{line}"
-    if len(lines) < 3 or lines[0] != _SNIPPET_MARK or lines[-1] != _SNIPPET_MARK:
-        raise AssertionError(f"{where}: write snippets in block form, between two --8<-- lines")
-    for entry in lines[1:-1]:
-        match = _SNIPPET_PATH.match(entry.strip())
-        if match is None:
-            raise AssertionError(f"{where}: {entry!r} is not a snippet path")
-        path = ROOT / match["path"]
-        if path.parent != EXAMPLES or not path.is_file():
-            raise AssertionError(f"{where}: snippet {entry!r} is not a file in docs/examples/")
-        yield _section(path, match["section"])
+def mirror_comments(page: Path) -> list[tuple[int, str]]:
+    """Each comment on a page that names an example file: its line, and the comment."""
+    text = page.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, mark.start()) + 1, mark[0]) for mark in _MIRROR.finditer(text)]
 
 
-def _section(path: Path, name: str | None) -> Code:
-    """The lines of ``path`` that pymdownx.snippets includes for section ``name``."""
+def section(path: Path, name: str | None) -> str:
+    """The text of ``path``, or of its section ``name``, dedented."""
     lines = path.read_text(encoding="utf-8").splitlines()
     if name is None:
-        return Code(path, 1, "\n".join(lines))
-    inside, first = False, 0
+        return "\n".join(lines) + "\n"
+    inside = False
     kept: list[str] = []
-    for number, line in enumerate(lines, start=1):
-        mark = _SECTION_MARK.search(line)
+    for line in lines:
+        mark = _SECTION_MARK.match(line)
         if mark is not None and mark["name"] == name:
-            if mark["kind"] == "start":
-                inside, first = True, number + 1
-                continue
-            return Code(path, first, textwrap.dedent("\n".join(kept)))
+            if mark["kind"] == "end" and inside:
+                return textwrap.dedent("\n".join(kept) + "\n")
+            inside = mark["kind"] == "start"
+            continue
         if inside and mark is None:
             kept.append(line)
     raise AssertionError(f"{path.name} has no complete section {name!r}")
 
 
-def included_files() -> set[str]:
-    """Names of the example files that the pages include."""
-    return {code.filename.name for page in PAGES for code in python_blocks(page)} - {
-        page.name for page in PAGES
+def mirrored_files() -> set[str]:
+    """Names of the example files that the pages show."""
+    return {
+        code.mirrors[0].name
+        for page in PAGES
+        for code in python_blocks(page)
+        if code.mirrors is not None
     }
 
 
@@ -219,14 +226,79 @@ class TestPages:
         """Every python block of a page runs, in order, in one namespace per page."""
         namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
         blocks = list(python_blocks(page))
-        assert blocks, f"{page.name} has no python block"
+        if page.name in PAGES_WITHOUT_CODE:
+            assert not blocks, f"{page.name} has python blocks: take it off PAGES_WITHOUT_CODE"
+        else:
+            assert blocks, f"{page.name} has no python block"
         for code in blocks:
             exec(code.compile(), namespace)
 
-    def test_included_examples_are_all_run(self) -> None:
-        """Every example file a page includes is one that TestExamples runs, or the contract."""
-        assert included_files() <= RUN_EXAMPLES | SHARED_EXAMPLES
-        assert "text_contract.py" in included_files()
+    @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+    def test_blocks_that_show_an_example_file_equal_it(self, page: Path) -> None:
+        """A block that shows a file of docs/examples/, or a section of one, is that text."""
+        for code in python_blocks(page):
+            if code.mirrors is None:
+                continue
+            path, name = code.mirrors
+            assert path.parent == EXAMPLES, f"{code.where}: {path} is not in docs/examples/"
+            assert path.is_file(), f"{code.where}: no file {path.relative_to(ROOT)}"
+            expected = section(path, name)
+            shown = f"{path.relative_to(ROOT)}" + ("" if name is None else f" section {name!r}")
+            difference = "".join(
+                difflib.unified_diff(
+                    expected.splitlines(keepends=True),
+                    code.source.splitlines(keepends=True),
+                    shown,
+                    code.where,
+                )
+            )
+            assert code.source == expected, f"{code.where} differs from {shown}:\n{difference}"
+
+    @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+    def test_every_file_comment_heads_a_python_block(self, page: Path) -> None:
+        """A comment that names an example file stands right above a python block."""
+        heads = {code.first_line - 2 for code in python_blocks(page) if code.mirrors is not None}
+        for line, comment in mirror_comments(page):
+            assert line in heads, f"{page.name}:{line}: {comment} is not above a python block"
+
+    @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+    def test_no_page_includes_a_file(self, page: Path) -> None:
+        """Every example is in the Markdown itself, so it reads the same on any viewer."""
+        text = page.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            assert _RETIRED_INCLUDE not in line, (
+                f"{page.name}:{number}: a snippet include; write the code in the page, "
+                f"after a <!-- docs/examples/FILE --> comment if a file must hold it too"
+            )
+
+    @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+    def test_installs_by_name_are_for_after_a_release(self, page: Path) -> None:
+        """Until a release, `pip install conformkit` does not work: a page says so beside it."""
+        by_name = re.compile(r"pip install '?conformkit\b")
+        for paragraph in re.split(r"\n\s*\n", page.read_text(encoding="utf-8")):
+            if by_name.search(paragraph):
+                assert "release" in paragraph, f"{page.name}: {paragraph.strip()[:200]}"
+
+    def test_shown_examples_are_all_run(self) -> None:
+        """Every example file a page shows is one that TestExamples runs, or the contract."""
+        assert mirrored_files() <= RUN_EXAMPLES | SHARED_EXAMPLES
+        assert "text_contract.py" in mirrored_files()
+
+    def test_the_api_page_shows_sphinx_roles_as_code(self) -> None:
+        """The site's hook turns a docstring's :class:`X` (rendered) into plain code."""
+        spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "tools/docs_hooks.py")
+        assert spec is not None
+        assert spec.loader is not None
+        hooks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hooks)
+        html = (
+            "An :class:<code>AssertionError</code>, "
+            "see :meth:<code>~conformkit.Feature.coverage</code>"
+        )
+        assert hooks.on_page_content(html) == (
+            "An <code>AssertionError</code>, see <code>coverage</code>"
+        )
+        assert hooks.on_page_content("ratio 1:2 <code>x:y</code>") == "ratio 1:2 <code>x:y</code>"
 
     def test_every_page_is_in_the_mkdocs_nav(self) -> None:
         """mkdocs.yml lists every page under docs/, so none is built unreachable."""

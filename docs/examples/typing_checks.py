@@ -19,7 +19,7 @@ from text_contract import MemoryText, MemoryTextAPI, TextAPI, TextCase, suite, t
 import conformkit as ck
 
 
-# --8<-- [start:session]
+# [start:session]
 async def use_the_api() -> None:
     async with ck.open_feature(MemoryText()) as session:
         assert_type(session, ck.Session[TextAPI])  # the API type flows from the implementation
@@ -31,10 +31,10 @@ async def use_the_api() -> None:
 
 
 anyio.run(use_the_api)
-# --8<-- [end:session]
+# [end:session]
 
 
-# --8<-- [start:create]
+# [start:create]
 class WrongCreate(ck.FeatureImplementation[TextAPI, TextCase]):
     feature = text
     coverage = text.coverage()
@@ -45,9 +45,9 @@ class WrongCreate(ck.FeatureImplementation[TextAPI, TextCase]):
 
 report = ck.run_contract_sync(WrongCreate(), suite)
 print(f"WrongCreate at run time: {report.counts()[ck.CaseStatus.FAILED]} failed")
-# --8<-- [end:create]
+# [end:create]
 
-# --8<-- [start:case]
+# [start:case]
 checks = ck.ContractSuite(text)
 
 
@@ -56,9 +56,9 @@ async def read_as_dict(api: dict[str, str]) -> None:
 
 
 checks.case("missing")(read_as_dict)  # type: ignore[arg-type]
-# --8<-- [end:case]
+# [end:case]
 
-# --8<-- [start:pairing]
+# [start:pairing]
 numbers = ck.Feature[int]("example.numbers", cases=("positive",))
 number_suite = ck.ContractSuite(numbers)
 
@@ -66,9 +66,9 @@ try:
     ck.run_contract_sync(MemoryText(), number_suite)  # type: ignore[misc]
 except ck.ContractDefinitionError as error:
     print(f"run time: {error}")
-# --8<-- [end:pairing]
+# [end:pairing]
 
-# --8<-- [start:names]
+# [start:names]
 try:
 
     class Typo(ck.FeatureImplementation[TextAPI, TextCase]):
@@ -99,4 +99,4 @@ try:
     checks.case("dlete")(delete_twice)  # type: ignore[call-overload]
 except ck.ContractDefinitionError as error:
     print(f"run time: {error}")
-# --8<-- [end:names]
+# [end:names]

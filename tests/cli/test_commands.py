@@ -26,8 +26,10 @@ import pytest
 import text_contract as example_contract
 import xmlschema
 
+import conformkit as ck
 from conformkit import cli, profiles
 from conformkit.cli import _commands
+from conformkit.cli._markdown import markdown_text
 
 TESTS = Path(__file__).resolve().parent
 JUNIT_SCHEMA = TESTS / "junit.xsd"
@@ -372,8 +374,41 @@ def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[subprocess.Compl
     cwd = tmp_path_factory.mktemp("demo")
     return conformkit_many(
         [Command(["demo", "--backend", backend], cwd) for backend in BACKENDS]
-        + [Command(["demo", "--format", "json"], cwd)]
+        + [
+            Command(["demo", "--format", "markdown"], cwd),
+            Command(["demo", "--format", "html"], cwd),
+            # A console that cannot show the marks: plain ASCII ones instead.
+            Command(["demo"], cwd, {"PYTHONIOENCODING": "ascii", "LC_ALL": "C", "LANG": "C"}),
+            Command(["demo", "--format", "json"], cwd),
+        ]
     )
+
+
+DEMO_MARKDOWN, DEMO_HTML, DEMO_ASCII = -4, -3, -2
+LEGEND = "legend: ✓ passed  ✗ failed  – unsupported (-v says why)  ! unavailable"
+
+
+def grid_blocks(text: str) -> dict[str, list[str]]:
+    """The text's grids: each feature's lines, up to the blank line that ends its rows."""
+    blocks: dict[str, list[str]] = {}
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines) and not lines[index].startswith("legend: "):
+        feature = lines[index]
+        end = lines.index("", lines.index("", index) + 1)
+        blocks[feature] = lines[index + 1 : end]
+        index = end + 1
+    return blocks
+
+
+class ForgetfulAPI(example_contract.MemoryTextAPI):
+    async def write(self, key: str, value: str) -> None:
+        pass  # forgets every write
+
+
+class Forgetful(example_contract.MemoryText):
+    def create(self, scope: ck.FeatureScope) -> example_contract.TextAPI:
+        return ForgetfulAPI()
 
 
 def bundle_example(
@@ -392,41 +427,158 @@ class TestDemo:
     """``conformkit demo``: the bundled profiles against the bundled implementations."""
 
     @pytest.mark.parametrize("index", range(len(BACKENDS)), ids=BACKENDS)
-    def test_prints_the_matrix_and_holds(
+    def test_prints_a_grid_per_profile_and_holds(
         self, demo_runs: list[subprocess.CompletedProcess[str]], index: int
     ) -> None:
-        """`conformkit demo` shows each feature with each implementation's counts, and holds."""
+        """A grid per profile: its implementations numbered, its cases down, a mark each."""
         run = demo_runs[index]
         assert run.returncode == 0, run.stdout + run.stderr
         assert run.stderr == ""
+        blocks = grid_blocks(run.stdout)
+        modules = _commands.bundled_modules()
+        assert list(blocks) == [module.suite.feature.id for module in modules]
+        for module in modules:
+            lines = blocks[module.suite.feature.id]
+            names = [type(implementation).__qualname__ for implementation in module.implementations]
+            key, rows = lines[: len(names)], lines[len(names) + 1 :]
+            for number, (line, name) in enumerate(zip(key, names, strict=True), start=1):
+                assert re.fullmatch(rf"  {number}  {name} +\d+ passed(, \d+ unsupported)?", line)
+            numbers = "".join(f"{number:>3}" for number in range(1, len(names) + 1))
+            assert re.fullmatch(rf"  case +{numbers}", rows[0]), rows[0]
+            cases = module.suite.feature.cases
+            assert len(rows) - 1 >= len(cases)  # families add their members
+            seen = []
+            for row in rows[1:]:
+                case, *marks = row.split()
+                seen.append(case)
+                assert len(marks) == len(names), row
+                assert set(marks) <= {"✓", "–"}, row
+            assert len(set(seen)) == len(seen)
         lines = run.stdout.splitlines()
-        assert "✗" not in run.stdout
-        # A grid (a row per feature, a column per implementation) when it fits the
-        # terminal, else each feature with its implementations below it.
-        for module in _commands.bundled_modules():
-            feature_id = module.suite.feature.id
-            assert any(line.startswith(feature_id) for line in lines), feature_id
-            for implementation in module.implementations:
-                assert type(implementation).__qualname__ in run.stdout
-        assert lines[-1] == "verdict: every contract holds"
+        assert LEGEND in lines
+        assert lines[-2] == "verdict: every contract holds"
+        assert lines[-1].startswith("next steps: 'conformkit list conformkit.profiles.mapping -v'")
+        assert "docs/index.md" in lines[-1]
+        # The unsupported cases' reasons are asked for with -v: no block repeats the grid.
+        assert "UNSUPPORTED" not in run.stdout
+        assert "cases that did not pass:" not in lines
 
     def test_the_grid_on_screen(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """One bundled example: its grid, its declared gap, a summary, the verdict."""
+        """One bundled example: its grid, the legend, a summary, the verdict, the next steps."""
         bundle_example(monkeypatch, example_contract.implementations)
-        monkeypatch.setenv("COLUMNS", "200")
         assert cli.main(["demo", "--backend", "trio"]) == 0
         lines = capsys.readouterr().out.splitlines()
-        assert lines[:3] == [
-            "feature       MemoryText  AppendOnlyText",
-            "example.text  ✓ 3 passed  ✓ 2 passed, 1 unsupported",
+        assert lines[:12] == [
+            "example.text",
+            "  1  MemoryText      3 passed",
+            "  2  AppendOnlyText  2 passed, 1 unsupported",
             "",
+            "  case              1  2",
+            "  missing           ✓  ✓",
+            "  read_your_writes  ✓  ✓",
+            "  delete            ✓  –",
+            "",
+            LEGEND,
+            "",
+            lines[11],
         ]
-        assert lines[3].startswith("example.text × AppendOnlyText: 2 passed, 1 unsupported in ")
-        assert lines[4] == "  UNSUPPORTED delete: an append-only log cannot delete"
-        assert lines[5].startswith("2 reports, 6 cases: 5 passed, 1 unsupported in ")
-        assert lines[6:] == ["verdict: every contract holds"]
+        assert lines[11].startswith("2 reports, 6 cases: 5 passed, 1 unsupported in ")
+        assert lines[12:] == [
+            "verdict: every contract holds",
+            "next steps: 'conformkit list conformkit.profiles.example_for_test -v' shows a "
+            "contract's cases and gaps; read docs/index.md (the terms: docs/glossary.md)",
+        ]
+
+    def test_verbose_gives_the_reasons(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """-v: after the grid, each unsupported case with its reason, under a heading."""
+        bundle_example(monkeypatch, example_contract.implementations)
+        assert cli.main(["demo", "-v"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        start = lines.index("cases that did not pass:")
+        assert lines[start + 1].startswith("example.text × AppendOnlyText: 2 passed, 1 unsupported")
+        assert lines[start + 2] == "  UNSUPPORTED delete: an append-only log cannot delete"
+        assert lines[start + 3].startswith("2 reports, 6 cases")
+        assert not any(line.lstrip().startswith("PASSED") for line in lines)
+        assert cli.main(["demo", "-vv"]) == 0
+        assert "  PASSED missing in " in capsys.readouterr().out
+
+    def test_a_failure_shows_in_the_grid_and_below_it(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A failed case: ✗ in its cell, the report marked, its reason below; exit 1."""
+        bundle_example(monkeypatch, (example_contract.MemoryText(), Forgetful()))
+        assert cli.main(["demo"]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[2] == "  2  Forgetful   2 passed, 1 failed (does not hold)"
+        assert lines[5:8] == [
+            "  missing           ✓  ✓",
+            "  read_your_writes  ✓  ✗",
+            "  delete            ✓  ✓",
+        ]
+        start = lines.index("cases that did not pass:")
+        assert lines[start + 1].startswith("example.text × Forgetful: 2 passed, 1 failed in ")
+        assert lines[start + 2] == (
+            "  FAILED read_your_writes: case 'read_your_writes' failed: AssertionError: "
+            "wrote 'value', read back None (at text_contract.py:45 in read_your_writes)"
+        )
+        assert lines[-2] == "verdict: FAILED (1 of 2 reports does not hold)"
+
+    def test_plain_marks_where_the_console_cannot_show_them(
+        self, demo_runs: list[subprocess.CompletedProcess[str]]
+    ) -> None:
+        """An ASCII console (LC_ALL=C, PYTHONIOENCODING=ascii): + X - ! marks, no crash."""
+        run = demo_runs[DEMO_ASCII]
+        assert run.returncode == 0, run.stderr
+        assert run.stderr == ""
+        assert run.stdout.isascii()
+        lines = run.stdout.splitlines()
+        assert "legend: + passed  X failed  - unsupported (-v says why)  ! unavailable" in lines
+        assert "  read_your_writes                    +  +  +" in lines
+        assert "  stored_value_is_a_copy              -  +  +" in lines
+        assert lines[-2] == "verdict: every contract holds"
+
+    def test_markdown_has_a_table_per_profile(
+        self, demo_runs: list[subprocess.CompletedProcess[str]]
+    ) -> None:
+        """--format markdown: each profile's table has its own implementations' columns only."""
+        run = demo_runs[DEMO_MARKDOWN]
+        assert run.returncode == 0, run.stderr
+        text = run.stdout
+        for module in _commands.bundled_modules():
+            feature_id = module.suite.feature.id
+            section = text.split(f"### {markdown_text(feature_id)}\n\n", 1)[1].split("\n\n", 1)[0]
+            header, rule, totals, *rows = section.splitlines()
+            names = [type(implementation).__qualname__ for implementation in module.implementations]
+            assert header == "| case | " + " | ".join(names) + " |"
+            assert rule == "|---" + "|:-:" * len(names) + "|"
+            assert totals.startswith("| **all cases** | ")
+            for row in rows:
+                cells = row.strip("|").split(" | ")
+                assert len(cells) == 1 + len(names), row
+                assert set(cell.strip() for cell in cells[1:]) <= {"✓", "–"}, row
+        assert "—" not in text  # no empty cell of another profile's
+        assert "✓ passed · ✗ failed · – unsupported (reasons below) · \\! unavailable" in text
+
+    def test_html_has_a_table_per_profile(
+        self, demo_runs: list[subprocess.CompletedProcess[str]]
+    ) -> None:
+        """--format html: each profile's table has its own implementations' columns only."""
+        run = demo_runs[DEMO_HTML]
+        assert run.returncode == 0, run.stderr
+        root = ET.fromstring(run.stdout.removeprefix("<!DOCTYPE html>"))
+        tables = root.findall(".//table")
+        modules = _commands.bundled_modules()
+        assert len(tables) == len(modules)
+        for table, module in zip(tables, modules, strict=True):
+            heads = ["".join(th.itertext()) for th in table.findall("thead/tr/th")]
+            names = [type(implementation).__qualname__ for implementation in module.implementations]
+            assert heads == ["case", *names]
+            for row in table.findall("tbody/tr"):
+                assert len(row) == 1 + len(names)
 
     def test_writes_the_json_report(
         self, demo_runs: list[subprocess.CompletedProcess[str]]
@@ -755,57 +907,73 @@ class TestFormats:
     def test_markdown_is_the_matrix(
         self, format_outputs: tuple[Path, dict[str, subprocess.CompletedProcess[str]]]
     ) -> None:
-        """markdown: a row per feature, a column per implementation, a coloured cell per pair."""
+        """markdown: a table per feature, its cases down, its own implementations across."""
         text = format_outputs[1]["markdown"].stdout
         lines = text.splitlines()
         assert lines[0] == "## ❌ conformkit: FAILED (2 of 6 reports do not hold)"
-        header = (
-            "| feature | "
-            + " | ".join(
-                name.replace("_", "\\_")
-                for name in COUNTER_IMPLEMENTATIONS + GREETING_IMPLEMENTATIONS
-            )
-            + " |"
-        )
-        assert header in lines
-        [row] = [line for line in lines if line.startswith("| tests.counter |")]
-        assert row == (
-            "| tests.counter | 🟢 4 passed | 🟡 3 passed, 1 unsupported | 🔴 1 passed, 3 failed "
-            "| — | — | — |"
-        )
+        start = lines.index("### tests.counter")
+        assert lines[start + 2 : start + 9] == [
+            "| case | MemoryCounter | FrozenCounter | DoubleCounter |",
+            "|---|:-:|:-:|:-:|",
+            "| **all cases** | 🟢 4 passed | 🟡 3 passed, 1 unsupported | 🔴 1 passed, 3 failed |",
+            "| starts\\_at\\_zero | ✓ | ✓ | ✓ |",
+            "| increments | ✓ | ✓ | ✗ |",
+            "| counts\\_twice | ✓ | ✓ | ✗ |",
+            "| survives\\_a\\_pause | ✓ | – | ✗ |",
+        ]
+        greetings = lines.index("### tests.greeting")
+        header = "| case | " + " | ".join(GREETING_IMPLEMENTATIONS) + " |"
+        assert lines[greetings + 2] == header
+        assert "—" not in text  # no cell for a feature an implementation does not have
         assert "### tests.counter × DoubleCounter" in lines
 
     def test_html_is_one_self_contained_page(
         self, format_outputs: tuple[Path, dict[str, subprocess.CompletedProcess[str]]]
     ) -> None:
-        """html: well-formed, no script or external asset, each cell expanding to its cases."""
+        """html: well-formed, no script or external asset, a table per feature, cells that open."""
         text = format_outputs[1]["html"].stdout
         assert text.startswith("<!DOCTYPE html>")
         root = ET.fromstring(text.removeprefix("<!DOCTYPE html>"))
         assert not root.findall(".//script")
         assert not root.findall(".//link")
         assert not re.search(r"(src|href)=", text)
-        cells = root.findall(".//td")
-        assert len([cell for cell in cells if cell.get("class") == "none"]) == 6
-        header = [th.text for th in root.findall(".//thead/tr/th")]
-        [row] = [
-            row for row in root.findall(".//tbody/tr") if row.findtext("th") == "tests.counter"
-        ]
-        double = row.findall("td")[header.index("DoubleCounter") - 1]
+        counters, greetings = root.findall(".//table")
+        heads = ["".join(th.itertext()) for th in counters.findall("thead/tr/th")]
+        assert heads == ["case", *COUNTER_IMPLEMENTATIONS]
+        heads = ["".join(th.itertext()) for th in greetings.findall("thead/tr/th")]
+        assert heads == ["case", *GREETING_IMPLEMENTATIONS]
+        totals, *rows = counters.findall("tbody/tr")
+        double = totals.findall("td")[heads.index("PoliteGreeter") + 1]  # the third column
         assert double.get("class") == "fails"
-        details = double.find("details")
+        assert double.text == "1 passed, 3 failed"
+        marks = {
+            row.findtext("th/code"): [(td.get("class"), "".join(td.itertext())) for td in row[1:]]
+            for row in rows
+        }
+        assert marks["starts_at_zero"] == [("mark passed", "✓")] * 3
+        assert marks["increments"][2][0] == "mark failed"
+        assert marks["survives_a_pause"][1] == (
+            "mark gap",
+            "–survives_a_pause unsupported: a frozen counter cannot wait",
+        )
+        failed = rows[1].findall("td")[2]
+        details = failed.find("details")
         assert details is not None
-        assert details.get("open") == "open"  # a failing cell shows its cases
-        assert details.findtext("summary") == "1 passed, 3 failed"
-        cases = [(item.findtext("code"), item.get("class")) for item in details.findall("ul/li")]
-        assert cases == [
-            ("starts_at_zero", "passed"),
-            ("increments", "failed"),
-            ("counts_twice", "failed"),
-            ("survives_a_pause", "failed"),
-        ]
-        items = root.findall(".//td/details/ul/li")
-        assert len(items) == 22 + 1  # every case, and RemoteGreeter's "no case passed"
+        assert details.get("open") is None  # a reason is there when asked for
+        assert details.findtext("summary") == "✗"
+        [item] = details.findall("ul/li")
+        assert (item.findtext("code"), item.get("class")) == ("increments", "failed")
+        # EnglishGreeter claims one language of three: the other two are not its cases.
+        greeters = {
+            row.findtext("th/code"): [td.get("class") for td in row[1:]]
+            for row in greetings.findall("tbody/tr")[1:]
+        }
+        assert greeters["language[fr]"] == ["mark passed", "mark none", "mark error"]
+        assert greeters["language[en]"] == ["mark passed", "mark passed", "mark error"]
+        # Every case that did not pass, and RemoteGreeter's "no case passed", listed below.
+        below = root.findall(".//body/ul/li")
+        assert len(below) == 22 - 14 + 1
+        assert any("no case passed" in "".join(item.itertext()).lower() for item in below)
 
 
 def _without_times(text: str) -> str:

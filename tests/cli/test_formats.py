@@ -17,7 +17,17 @@ from conformkit.cli._console import printable
 from conformkit.cli._html import render_html
 from conformkit.cli._junit import render_junit, xml_attribute, xml_text
 from conformkit.cli._markdown import markdown_text, render_markdown
-from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo
+from conformkit.cli._matrix import (
+    NOT_RUN,
+    SYMBOLS,
+    CaseRecord,
+    Entry,
+    ErrorRecord,
+    Matrix,
+    RunInfo,
+    feature_grids,
+    legend,
+)
 from conformkit.cli._text import render_text
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).with_name("junit.xsd")))
@@ -140,11 +150,45 @@ class TestRenderers:
     @settings(max_examples=40, deadline=None)
     @given(matrices())
     def test_html_is_well_formed_and_markdown_rows_have_every_cell(self, matrix: Matrix) -> None:
-        """The HTML parses as XML; each Markdown table row has a cell per column."""
-        ET.fromstring(render_html(matrix).removeprefix("<!DOCTYPE html>").encode("utf-8"))
-        rows = [line for line in render_markdown(matrix).splitlines() if line.startswith("|")]
-        widths = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
-        assert len(widths) <= 1
+        """
+        The HTML parses as XML; each format has a table per feature, whose every row has
+        a cell per implementation of that feature, and no other.
+        """
+        grids = feature_grids(matrix.entries)
+        root = ET.fromstring(render_html(matrix).removeprefix("<!DOCTYPE html>").encode("utf-8"))
+        tables = root.findall(".//table")
+        assert len(tables) == len(grids)
+        for table, grid in zip(tables, grids, strict=True):
+            assert len(table.findall("thead/tr/th")) == 1 + len(grid.entries)
+            rows = table.findall("tbody/tr")
+            assert len(rows) == 1 + len(grid.cases)  # the counts, then a row per case
+            assert {len(row) for row in rows} == {1 + len(grid.entries)}
+        tables_md = [
+            [line for line in block.splitlines() if line.startswith("|")]
+            for block in render_markdown(matrix).split("\n\n")
+        ]
+        tables_md = [table for table in tables_md if table]
+        assert len(tables_md) == len(grids)
+        for table_md, grid in zip(tables_md, grids, strict=True):
+            widths = {len(re.findall(r"(?<!\\)\|", row)) for row in table_md}
+            assert widths == {2 + len(grid.entries)}
+            assert len(table_md) == 3 + len(grid.cases)  # header, rule, counts, cases
+
+    @settings(max_examples=40, deadline=None)
+    @given(matrices())
+    def test_the_text_grids_have_a_mark_per_case_and_implementation(self, matrix: Matrix) -> None:
+        """matrix_view: whatever the run, each grid row has a mark per column, then the legend."""
+        lines = render_text(matrix, matrix_view=True).splitlines()
+        grids = feature_grids(matrix.entries)
+        marks = {*SYMBOLS.values(), NOT_RUN}
+        rows = [line.split() for line in lines if line.startswith("  ") and line.split()]
+        widths = {len(grid.entries) for grid in grids}
+        marked = [row for row in rows if len(row) > 1 and set(row[1:]) <= marks]
+        assert len(marked) == sum(len(grid.cases) for grid in grids)
+        assert {len(row) - 1 for row in marked} <= widths
+        assert any(line.startswith("legend: ") for line in lines) == bool(grids)
+        assert lines[-2].startswith("verdict: ")
+        assert lines[-1].startswith("next steps: ")
 
     @given(matrices())
     def test_text_ends_with_the_verdict(self, matrix: Matrix) -> None:
@@ -179,10 +223,18 @@ class TestRenderers:
         ]
 
     def test_the_text_matrix(self) -> None:
-        """matrix_view: a grid of features and implementations, stacked when it is too wide."""
+        """matrix_view: a grid per feature: its implementations numbered, its cases down."""
         passed = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
         entries = (
-            Entry("f", "Good", "m", None, ("a",), (passed,)),
+            Entry("f", "Good", "m", None, ("a", "b"), (passed, replace(passed, case_id="b"))),
+            Entry(
+                "f",
+                "Partial",
+                "m",
+                None,
+                ("a", "b"),
+                (replace(passed, status=ck.CaseStatus.UNAVAILABLE, reason="no server"),),
+            ),
             Entry(
                 "g",
                 "Other",
@@ -193,14 +245,50 @@ class TestRenderers:
             ),
         )
         lines = render_text(Matrix(RUN, entries), matrix_view=True).splitlines()
-        assert lines[:3] == [
-            "feature  Good        Other",
-            "f        ✓ 1 passed  -",
-            "g        -           ✗ 1 failed",
+        assert lines[:16] == [
+            "f",
+            "  1  Good     2 passed",
+            "  2  Partial  1 unavailable (does not hold)",
+            "",
+            "  case  1  2",
+            "  a     ✓  !",
+            "  b     ✓  ·",
+            "",
+            "g",
+            "  1  Other  1 failed (does not hold)",
+            "",
+            "  case  1",
+            "  a     ✗",
+            "",
+            "legend: ✓ passed  ✗ failed  – unsupported (-v says why)  ! unavailable  · not run",
+            "",
         ]
-        assert lines[-1] == "verdict: FAILED (1 of 2 reports does not hold)"
-        stacked = render_text(Matrix(RUN, entries), matrix_view=True, width=20).splitlines()
-        assert stacked[:4] == ["f", "  ✓ Good  1 passed", "g", "  ✗ Other  1 failed"]
+        assert lines[16] == "cases that did not pass:"
+        assert lines[-2] == "verdict: FAILED (2 of 3 reports do not hold)"
+
+    def test_grids_keep_each_feature_to_its_own_implementations(self) -> None:
+        """A grid per feature, in the order met: its own columns, the cases some column ran."""
+        passed = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
+        entries = (
+            Entry("f", "One", "m", None, ("a", "b", "c"), (replace(passed, case_id="c"),)),
+            Entry("g", "Two", "m", None, ("x",), (replace(passed, case_id="x"),)),
+            Entry("f", "Three", "m", None, ("b", "a"), (passed, replace(passed, case_id="b"))),
+            Entry("h", "Idle", "m", None, ("z",), ()),  # a shard that ran none of its cases
+        )
+        f, g = feature_grids(entries)
+        assert (f.feature_id, [entry.implementation for entry in f.entries]) == (
+            "f",
+            ["One", "Three"],
+        )
+        assert f.cases == ("a", "b", "c")  # the feature's order; "b" and "a" ran, by Three
+        assert f.record(0, "a") is None
+        assert f.record(1, "a") == passed
+        assert f.not_run
+        assert (g.cases, g.not_run) == (("x",), False)
+        assert legend() == "✓ passed  ✗ failed  – unsupported  ! unavailable"
+        assert legend(why="w", not_run=True, separator=", ") == (
+            "✓ passed, ✗ failed, – unsupported (w), ! unavailable, · not run"
+        )
 
     def test_a_shard_without_cases(self) -> None:
         """A shard that got no case of a pair shows nothing of it, and holds."""

@@ -44,3 +44,39 @@ class TestParser:
         arguments = build_parser().parse_args(["run", "x.py"])
         assert not hasattr(arguments, "timeout")
         assert build_parser().parse_args(["run", "x.py", "--timeout", "none"]).timeout is None
+
+
+class TestVersion:
+    """``conformkit --version``."""
+
+    def test_prints_the_installed_version(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """--version prints the distribution's version on stdout and exits 0, running nothing."""
+        import importlib.metadata
+
+        with pytest.raises(SystemExit) as caught:
+            main(["--version"])
+        assert caught.value.code == 0
+        out, err = capsys.readouterr()
+        assert out == f"conformkit {importlib.metadata.version('conformkit')}\n"
+        assert err == ""
+
+    def test_without_the_distribution(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Run from a source tree that was never installed, it says so rather than failing."""
+        import importlib.metadata
+
+        def missing(name: str) -> str:
+            raise importlib.metadata.PackageNotFoundError(name)
+
+        monkeypatch.setattr(importlib.metadata, "version", missing)
+        with pytest.raises(SystemExit) as caught:
+            main(["--version"])
+        assert caught.value.code == 0
+        assert capsys.readouterr().out == "conformkit unknown (not installed)\n"
+
+    def test_is_in_the_help(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The top-level help lists --version."""
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        assert "--version" in capsys.readouterr().out

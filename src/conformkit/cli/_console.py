@@ -50,14 +50,25 @@ def clean(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
+# What a console that cannot show the reports' marks and signs gets instead (LANG=C,
+# PYTHONIOENCODING=ascii): the grid's marks and the legend that explains them alike.
+_PLAIN: Final = str.maketrans(
+    {"✓": "+", "✗": "X", "–": "-", "·": ".", "×": "x", "—": "-", "…": "..."}
+)
+
+
 def write(stream: TextIO, text: str) -> None:
-    """Write to a console whatever its encoding: what it cannot show, it gets escaped."""
+    """
+    Write to a console whatever its encoding: the marks it cannot show become plain
+    ASCII ones, and any other character it cannot show gets escaped.
+    """
     try:
         try:
             stream.write(text)
         except UnicodeEncodeError:
             encoding = stream.encoding or "utf-8"
-            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+            plain = text.translate(_PLAIN)
+            stream.write(plain.encode(encoding, "backslashreplace").decode(encoding))
         stream.flush()
     except BrokenPipeError:
         # The reader has gone (`conformkit run ... | head`): it wants no more text,
@@ -374,7 +385,6 @@ class Outputs:
             verbosity=self.verbosity,
             colour=self.stdout == "text" and colour(sys.stdout),
             matrix_view=matrix_view,
-            width=terminal_width(),
         )
         write(sys.stdout, text)
 

@@ -31,7 +31,6 @@ def render(
     verbosity: int = 0,
     colour: bool = False,
     matrix_view: bool = False,
-    width: int | None = None,
 ) -> str:
     """Render a run in one of :data:`FORMATS`; a format's module loads when it is used."""
     if format == "json":
@@ -52,6 +51,4 @@ def render(
         return render_html(matrix)
     from ._text import render_text
 
-    return render_text(
-        matrix, verbosity=verbosity, colour=colour, matrix_view=matrix_view, width=width
-    )
+    return render_text(matrix, verbosity=verbosity, colour=colour, matrix_view=matrix_view)

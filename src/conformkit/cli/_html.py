@@ -1,15 +1,17 @@
 """
 The HTML output: the compatibility matrix as one self-contained page, no script
-and no external asset, in which each cell expands to its cases.
+and no external asset: a grid per feature, whose cells open to their reasons.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Final
 
+from .._report import Gate
 from ._console import printable
-from ._matrix import Entry, Matrix
+from ._matrix import NOT_RUN, SYMBOLS, CaseRecord, FeatureGrid, Matrix, feature_grids, legend
 from ._outcome import (
     Outcome,
     Severity,
@@ -17,7 +19,8 @@ from ._outcome import (
     cell,
     counts_text,
     entry_notes,
-    grid,
+    said,
+    shown,
     stale_entry_outcome,
     summary,
     verdict,
@@ -25,21 +28,39 @@ from ._outcome import (
 
 __all__ = ["render_html"]
 
-# A list item's class is its outcome's severity.
+# A list item's class, and a grid cell's, is its outcome's severity.
 _STYLE: Final = """\
-body { font-family: system-ui, sans-serif; margin: 2rem; color: #1f2328; }
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #1f2328; line-height: 1.4; }
 h1 { font-size: 1.4rem; }
+h2 { font-size: 1.15rem; margin-top: 2rem; }
+h3 { font-size: 1rem; }
 .verdict { font-weight: 600; }
 .verdict.holds { color: #1a7f37; }
 .verdict.fails { color: #cf222e; }
-table { border-collapse: collapse; margin: 1rem 0; }
-th, td { border: 1px solid #d0d7de; padding: 0.4rem 0.6rem; text-align: left; vertical-align: top; }
-thead th { background: #f6f8fa; }
+.legend { color: #59636e; }
+.legend .mark { display: inline-block; min-width: 1.2em; text-align: center; font-weight: 700; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; }
+th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+thead th { background: #f6f8fa; position: sticky; top: 0; z-index: 1; max-width: 14rem;
+  overflow-wrap: break-word; vertical-align: bottom; }
+tbody th { font-weight: normal; }
+tbody tr:nth-child(even) { background: #f6f8fa; }
+tbody tr:hover { background: #eaeef2; }
+tr.totals th, tr.totals td { font-weight: 600; border-bottom: 2px solid #8c959f; }
 td.holds { background: #dafbe1; }
 td.gaps { background: #fff8c5; }
 td.fails { background: #ffebe9; }
-td.none { color: #8c959f; }
+td.mark { text-align: center; font-weight: 700; min-width: 2.2rem; }
+td.mark.passed { color: #1a7f37; }
+td.mark.gap, td.mark.known { color: #9a6700; background: #fff8c5; }
+td.mark.failed { color: #cf222e; background: #ffebe9; }
+td.mark.error { color: #8250df; background: #fbefff; }
+td.mark.none { color: #8c959f; }
+td.mark details ul { text-align: left; font-weight: normal; color: #1f2328; min-width: 16rem;
+  max-width: 32rem; }
 summary { cursor: pointer; font-weight: 600; }
+td.mark summary { list-style: none; }
+td.mark summary::-webkit-details-marker { display: none; }
 ul { margin: 0.4rem 0; padding-left: 1.2rem; }
 li { margin: 0.2rem 0; white-space: pre-wrap; }
 .status { font-weight: 600; }
@@ -68,14 +89,30 @@ def _item(outcome: Outcome, case: str | None = None, extra: str = "", trace: str
     )
 
 
+_WORD_START: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[._])")
+
+
+def _breakable(name: str) -> str:
+    """A name that may wrap where a word starts (``Sqlite|Mapping|Implementation``), not inside."""
+    return "<wbr/>".join(_h(part) for part in _WORD_START.split(name))
+
+
+def _traceback(record: CaseRecord) -> str:
+    if record.error is None or not record.error.traceback:
+        return ""
+    return f"<details><summary>traceback</summary><pre>{_h(record.error.traceback)}</pre></details>"
+
+
 def render_html(matrix: Matrix) -> str:
     """
-    The compatibility matrix as one self-contained HTML page: no script, no external
-    asset; each cell expands to its cases and their reasons.
+    The compatibility matrix as one self-contained HTML page, no script and no
+    external asset: for each feature, a table of its cases (rows) by its
+    implementations (columns), whose cells open to their reasons; then each case
+    that did not pass.
     """
-    features, implementations, cells = grid(matrix.entries)
-    said = verdict(matrix)
-    verdict_class = "holds" if said == "every contract holds" else "fails"
+    grids = feature_grids(matrix.entries)
+    verdict_text = verdict(matrix)
+    verdict_class = "holds" if verdict_text == "every contract holds" else "fails"
     run = matrix.run
     info = (
         f"{summary(matrix)} · backend {run.backend} · {run.python} · {run.platform} · "
@@ -87,29 +124,27 @@ def render_html(matrix: Matrix) -> str:
         "<head>",
         '<meta charset="utf-8"/>',
         '<meta name="viewport" content="width=device-width, initial-scale=1"/>',
-        f"<title>conformkit: {_h(said)}</title>",
+        f"<title>conformkit: {_h(verdict_text)}</title>",
         f"<style>\n{_STYLE}</style>",
         "</head>",
         "<body>",
         "<h1>conformkit compatibility matrix</h1>",
-        f'<p class="verdict {verdict_class}">{_h(said)}</p>',
+        f'<p class="verdict {verdict_class}">{_h(verdict_text)}</p>',
         f'<p class="run">{_h(info)}</p>',
     ]
-    if cells:
-        out.append("<table>")
-        header = "".join(f'<th scope="col">{_h(name)}</th>' for name in implementations)
-        out.append(f'<thead><tr><th scope="col">feature</th>{header}</tr></thead>')
-        out.append("<tbody>")
-        for feature in features:
-            row = [f'<th scope="row">{_h(feature)}</th>']
-            for name in implementations:
-                entry = cells.get((feature, name))
-                row.append(
-                    '<td class="none">—</td>' if entry is None else _html_cell(matrix, entry)
-                )
-            out.append(f"<tr>{''.join(row)}</tr>")
-        out.append("</tbody>")
-        out.append("</table>")
+    if grids:
+        not_run = any(grid.not_run for grid in grids)
+        marks = [
+            f'<span class="mark">{_h(mark)}</span> {_h(meaning)}'
+            for mark, _, meaning in (
+                part.partition(" ")
+                for part in legend(why="select it for the reason", not_run=not_run).split("  ")
+            )
+        ]
+        out.append(f'<p class="legend">{" · ".join(marks)}</p>')
+    for grid in grids:
+        out += _grid(matrix, grid)
+    out += _not_passed(matrix)
     if matrix.stale:
         out.append("<h2>Stale baseline entries</h2>")
         out.append("<ul>")
@@ -119,23 +154,68 @@ def render_html(matrix: Matrix) -> str:
     return "\n".join(out) + "\n"
 
 
-def _html_cell(matrix: Matrix, entry: Entry) -> str:
+def _grid(matrix: Matrix, grid: FeatureGrid) -> list[str]:
+    """One feature's table: a row of counts, then a row per case, a column per implementation."""
     gate = matrix.run.gate
-    kind = cell(entry, gate)
-    items = []
-    for result in entry.results:
-        outcome = case_outcome(result, gate)
-        duration = f" {result.duration:.3f}s" if outcome.severity is Severity.PASSED else ""
-        trace = ""
-        if result.error is not None and result.error.traceback:
-            trace = (
-                "<details><summary>traceback</summary>"
-                f"<pre>{_h(result.error.traceback)}</pre></details>"
-            )
-        items.append(_item(outcome, result.case_id, duration, trace))
-    items += [_item(note) for note in entry_notes(entry, gate)]
-    opened = ' open="open"' if kind == "fails" else ""
-    return (
-        f'<td class="{kind}"><details{opened}><summary>{_h(counts_text(entry.counts()))}'
-        f"</summary><ul>{''.join(items)}</ul></details></td>"
+    header = "".join(
+        f'<th scope="col">{_breakable(entry.implementation)}</th>' for entry in grid.entries
     )
+    out = [
+        f"<h2>{_h(grid.feature_id)}</h2>",
+        '<table class="grid">',
+        f'<thead><tr><th scope="col">case</th>{header}</tr></thead>',
+        "<tbody>",
+    ]
+    totals = ['<th scope="row">all cases</th>']
+    for entry in grid.entries:
+        notes = "".join(_item(note) for note in entry_notes(entry, gate))
+        notes = f"<ul>{notes}</ul>" if notes else ""
+        totals.append(
+            f'<td class="{cell(entry, gate)}">{_h(counts_text(entry.counts()))}{notes}</td>'
+        )
+    out.append(f'<tr class="totals">{"".join(totals)}</tr>')
+    for case in grid.cases:
+        row = [f'<th scope="row"><code>{_h(case)}</code></th>']
+        for index in range(len(grid.entries)):
+            record = grid.record(index, case)
+            row.append(_mark(record, gate))
+        out.append(f"<tr>{''.join(row)}</tr>")
+    out += ["</tbody>", "</table>"]
+    return out
+
+
+_NOT_RUN_TITLE: Final = "not run: not selected, or not a case this implementation claims"
+
+
+def _mark(record: CaseRecord | None, gate: Gate) -> str:
+    """A case's cell: its mark; a case that did not pass opens to its outcome."""
+    if record is None:
+        return f'<td class="mark none" title="{_NOT_RUN_TITLE}">{_h(NOT_RUN)}</td>'
+    outcome = case_outcome(record, gate)
+    mark = _h(SYMBOLS[record.status])
+    kind = outcome.severity.value
+    if outcome.severity is Severity.PASSED:
+        return f'<td class="mark {kind}" title="passed in {record.duration:.3f}s">{mark}</td>'
+    item = _item(outcome, record.case_id, trace=_traceback(record))
+    return (
+        f'<td class="mark {kind}"><details><summary title="{_h(said(outcome))}">{mark}'
+        f"</summary><ul>{item}</ul></details></td>"
+    )
+
+
+def _not_passed(matrix: Matrix) -> list[str]:
+    """Each case that did not pass, under its report's title, as the Markdown lists them."""
+    gate = matrix.run.gate
+    out: list[str] = []
+    for entry in shown(matrix.entries):
+        items = []
+        for result in entry.results:
+            outcome = case_outcome(result, gate)
+            if outcome.severity is not Severity.PASSED:
+                items.append(_item(outcome, result.case_id, trace=_traceback(result)))
+        items += [_item(note) for note in entry_notes(entry, gate)]
+        if items:
+            out += [f"<h3>{_h(entry.title)}</h3>", "<ul>", *items, "</ul>"]
+    if out:
+        out.insert(0, "<h2>Cases that did not pass</h2>")
+    return out

@@ -10,7 +10,7 @@ from typing import Final
 
 from .._util import one_line
 from ._console import printable
-from ._matrix import Matrix
+from ._matrix import NOT_RUN, SYMBOLS, Matrix, feature_grids, legend
 from ._outcome import (
     Outcome,
     Severity,
@@ -18,7 +18,6 @@ from ._outcome import (
     cell,
     counts_text,
     entry_notes,
-    grid,
     shown,
     stale_entry_outcome,
     summary,
@@ -47,10 +46,10 @@ def _item(name: str | None, outcome: Outcome) -> str:
 
 def render_markdown(matrix: Matrix) -> str:
     """
-    The compatibility matrix: a row per feature, a column per implementation, a cell
-    per pair with its counts and a colour; then each case that did not pass.
+    The compatibility matrix: for each feature, a table of its cases (rows) by its
+    implementations (columns), a mark per cell and each implementation's counts
+    with a colour; a legend; then each case that did not pass, with its reason.
     """
-    features, implementations, cells = grid(matrix.entries)
     gate = matrix.run.gate
     said = verdict(matrix)
     icon = "✅" if said == "every contract holds" else "❌"
@@ -61,18 +60,26 @@ def render_markdown(matrix: Matrix) -> str:
         + f" · {markdown_text(matrix.run.backend)} · {markdown_text(matrix.run.python)}",
         "",
     ]
-    if cells:
-        lines.append("| feature | " + " | ".join(map(markdown_text, implementations)) + " |")
-        lines.append("|---" * (len(implementations) + 1) + "|")
-        for feature in features:
-            row = [markdown_text(feature)]
-            for name in implementations:
-                entry = cells.get((feature, name))
-                if entry is None:
-                    row.append("—")
-                else:
-                    row.append(f"{_EMOJI[cell(entry, gate)]} {counts_text(entry.counts())}")
-            lines.append("| " + " | ".join(row) + " |")
+    grids = feature_grids(matrix.entries)
+    for grid in grids:
+        lines += [f"### {markdown_text(grid.feature_id)}", ""]
+        names = [markdown_text(entry.implementation) for entry in grid.entries]
+        lines.append("| case | " + " | ".join(names) + " |")
+        lines.append("|---" + "|:-:" * len(names) + "|")
+        totals = [
+            f"{_EMOJI[cell(entry, gate)]} {counts_text(entry.counts())}" for entry in grid.entries
+        ]
+        lines.append("| **all cases** | " + " | ".join(totals) + " |")
+        for case in grid.cases:
+            marks = []
+            for index in range(len(grid.entries)):
+                record = grid.record(index, case)
+                marks.append(NOT_RUN if record is None else SYMBOLS[record.status])
+            lines.append(f"| {markdown_text(case)} | " + " | ".join(marks) + " |")
+        lines.append("")
+    if grids:
+        not_run = any(grid.not_run for grid in grids)
+        lines.append(markdown_text(legend(why="reasons below", not_run=not_run, separator=" · ")))
         lines.append("")
         lines.append(
             "🟢 every case passed · 🟡 holds, with declared or known gaps · 🔴 fails the gate"

@@ -182,18 +182,6 @@ def shown(entries: Iterable[Entry]) -> list[Entry]:
     return [entry for entry in entries if entry.results or entry.cleanup_errors]
 
 
-def grid(
-    entries: Iterable[Entry],
-) -> tuple[list[str], list[str], dict[tuple[str, str], Entry]]:
-    """The matrix: features (rows) and implementations (columns) in the order met, each cell."""
-    cells: dict[tuple[str, str], Entry] = {}
-    for entry in shown(entries):
-        cells[entry.feature_id, entry.implementation] = entry
-    features = list(dict.fromkeys(feature for feature, _ in cells))
-    implementations = list(dict.fromkeys(name for _, name in cells))
-    return features, implementations, cells
-
-
 def counts_text(counts: dict[CaseStatus, int]) -> str:
     """``"4 passed, 1 unsupported"``: each status that occurs, with its count."""
     return ", ".join(f"{n} {status.value}" for status, n in counts.items() if n) or "no case"

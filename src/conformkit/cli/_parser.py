@@ -71,6 +71,35 @@ class _OutputAction(argparse.Action):
         setattr(namespace, self.dest, outputs)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("conformkit")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown (not installed)"
+        print(f"conformkit {version}")
+        parser.exit(0)
+
+
 class _TimeoutAction(argparse.Action):
     """``--timeout SECONDS``, whose help names the default deadline only when it is shown."""
 
@@ -134,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "130 after Ctrl-C, 143 after SIGTERM.",
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     # Each command gets its options from the functions below rather than from

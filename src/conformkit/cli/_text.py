@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from .._report import CaseStatus
 from .._util import one_line
 from ._console import printable
-from ._matrix import CaseRecord, Matrix
+from ._matrix import NOT_RUN, SYMBOLS, CaseRecord, Matrix, feature_grids, legend
 from ._outcome import (
     Outcome,
     Severity,
@@ -15,7 +16,6 @@ from ._outcome import (
     cell,
     counts_text,
     entry_notes,
-    grid,
     shown,
     stale_entry_outcome,
     summary,
@@ -32,7 +32,6 @@ _STYLE: Final = {
     Severity.FAILED: _RED,
     Severity.ERROR: _MAGENTA,
 }
-_CELL_STYLE: Final = {"holds": _GREEN, "gaps": _YELLOW, "fails": _RED}
 _NOTE_LIMIT: Final = 87
 """A known failure's note: ``known:`` and 80 characters of the baseline's reason."""
 
@@ -62,7 +61,6 @@ def render_text(
     verbosity: int = 0,
     colour: bool = False,
     matrix_view: bool = False,
-    width: int | None = None,
 ) -> str:
     """
     One line per pair of implementation and feature with its counts, a line for each case that
@@ -70,15 +68,19 @@ def render_text(
 
     :param verbosity: below 0, only what fails the gate; above 0, passing cases too.
     :param colour: ANSI colours, for a terminal.
-    :param matrix_view: start with the matrix of features and implementations: a
-        grid, or, when the grid is wider than ``width``, each feature's cells below it.
+    :param matrix_view: start with a grid per feature, its cases down and its
+        implementations across, and a legend; then only the cases that need words
+        (with ``verbosity`` 1, the reasons of unsupported cases too; with 2, every
+        case); and end with the next steps.
     """
     paint = _painter(colour)
     gate = matrix.run.gate
     lines: list[str] = []
-    if matrix_view and verbosity >= 0:
-        lines += _text_matrix(matrix, paint, width)
+    grids = matrix_view and verbosity >= 0
+    if grids:
+        lines += _text_grids(matrix, paint)
     failing = {id(entry) for entry in matrix.failing()}
+    details_start = len(lines)
     for entry in shown(matrix.entries):
         fails = id(entry) in failing
         if verbosity < 0 and not fails:
@@ -86,20 +88,22 @@ def render_text(
         details = [
             line
             for result in entry.results
-            if (line := _case_line(result, case_outcome(result, gate), paint, verbosity > 0))
+            if (line := _case_line(result, case_outcome(result, gate), paint, verbosity, grids))
             is not None
         ]
         details += [
             f"  {paint(_shout(note.label), _STYLE[note.severity])}: {_line(note.message)}"
             for note in entry_notes(entry, gate)
         ]
-        if matrix_view and not details:
-            continue  # the matrix has said it all
+        if grids and not details:
+            continue  # the grid has said it all
         header = f"{printable(entry.title)}: {counts_text(entry.counts())} in {entry.duration:.2f}s"
         if fails:
             header += " " + paint("(does not hold)", _RED)
         lines.append(header)
         lines += details
+    if grids and len(lines) > details_start:
+        lines.insert(details_start, paint("cases that did not pass:", _BOLD))
     for stale in matrix.stale:
         outcome = stale_entry_outcome(stale)
         lines.append(f"{paint(_shout(outcome.label), _RED)} {_line(outcome.message)}")
@@ -107,64 +111,90 @@ def render_text(
         lines.append(summary(matrix))
     said = verdict(matrix)
     lines.append("verdict: " + paint(said, _GREEN if said == "every contract holds" else _RED))
+    if grids:
+        lines.append(_next_steps(matrix))
     return "\n".join(lines) + "\n"
 
 
-def _case_line(result: CaseRecord, outcome: Outcome, paint: Paint, verbose: bool) -> str | None:
+def _next_steps(matrix: Matrix) -> str:
+    """Where to go from the grids: the cases and gaps of one target, and the docs."""
+    target = matrix.run.targets[0] if matrix.run.targets else "TARGET"
+    return (
+        f"next steps: 'conformkit list {printable(target)} -v' shows a contract's cases and "
+        f"gaps; read docs/index.md (the terms: docs/glossary.md)"
+    )
+
+
+def _case_line(
+    result: CaseRecord, outcome: Outcome, paint: Paint, verbosity: int, grids: bool
+) -> str | None:
+    """
+    A case's line, when it has one: after a grid, which shows every case's mark,
+    a gap needs ``verbosity`` 1 and a pass 2; without a grid, a pass needs 1.
+    """
     label = paint(_shout(outcome.label), _STYLE[outcome.severity])
     case = printable(result.case_id)
     if outcome.severity is Severity.PASSED:
-        return f"  {label} {case} in {result.duration:.3f}s" if verbose else None
+        shown = verbosity > (1 if grids else 0)
+        return f"  {label} {case} in {result.duration:.3f}s" if shown else None
+    if grids and outcome.severity is Severity.GAP and verbosity < 1:
+        return None
     note = ""
     if outcome.note is not None:
         note = " " + paint(f"({_line(outcome.note, _NOTE_LIMIT)})", _YELLOW)
     return f"  {label} {case}{note}: {_line(outcome.message)}"
 
 
-def _text_matrix(matrix: Matrix, paint: Paint, width: int | None) -> list[str]:
-    features, implementations, cells = grid(matrix.entries)
-    if not cells:
-        return []
+_MARK_STYLE: Final = {
+    CaseStatus.PASSED: _GREEN,
+    CaseStatus.FAILED: _RED,
+    CaseStatus.UNSUPPORTED: _YELLOW,
+    CaseStatus.UNAVAILABLE: _MAGENTA,
+}
+
+
+def _text_grids(matrix: Matrix, paint: Paint) -> list[str]:
+    """
+    A grid per feature: a key that numbers its implementations, with each one's
+    counts, then its cases down and the numbered implementations across; then
+    the legend. Numbers, not names, head the columns, so a grid is as narrow as
+    its case IDs, however long the implementations' names.
+    """
     gate = matrix.run.gate
-    drawn: dict[tuple[str, str], tuple[str, str]] = {}
-    for key, entry in cells.items():
-        kind = cell(entry, gate)
-        mark = "✗" if kind == "fails" else "✓"
-        drawn[key] = (f"{mark} {counts_text(entry.counts())}", _CELL_STYLE[kind])
-    rows: list[list[tuple[str, str]]] = [
-        [("feature", _BOLD)] + [(printable(name), _BOLD) for name in implementations]
-    ]
-    for feature in features:
-        row = [(printable(feature), "")]
-        row += [drawn.get((feature, name), ("-", "")) for name in implementations]
-        rows.append(row)
-    widths = [max(len(row[column][0]) for row in rows) for column in range(len(rows[0]))]
-    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
-        return _stacked_matrix(features, implementations, drawn, paint)
-    lines = []
-    for row in rows:
-        cells_text = [
-            paint(text, style) + " " * (column_width - len(text))
-            for (text, style), column_width in zip(row, widths, strict=True)
-        ]
-        lines.append("  ".join(cells_text).rstrip())
-    return [*lines, ""]
-
-
-def _stacked_matrix(
-    features: list[str],
-    implementations: list[str],
-    drawn: dict[tuple[str, str], tuple[str, str]],
-    paint: Paint,
-) -> list[str]:
-    """The matrix for a narrow terminal: each feature, then its implementations' cells."""
-    lines = []
-    for feature in features:
-        lines.append(paint(printable(feature), _BOLD))
-        names = [name for name in implementations if (feature, name) in drawn]
-        name_width = max(len(printable(name)) for name in names)
-        for name in names:
-            text, style = drawn[feature, name]
-            mark, _, counts = text.partition(" ")
-            lines.append(f"  {paint(mark, style)} {printable(name).ljust(name_width)}  {counts}")
-    return [*lines, ""]
+    lines: list[str] = []
+    not_run = False
+    for grid in feature_grids(matrix.entries):
+        not_run = not_run or grid.not_run
+        lines.append(paint(printable(grid.feature_id), _BOLD))
+        numbers = [str(number) for number in range(1, len(grid.entries) + 1)]
+        names = [printable(entry.implementation) for entry in grid.entries]
+        number_width = max(map(len, numbers))
+        name_width = max(map(len, names))
+        for number, name, entry in zip(numbers, names, grid.entries, strict=True):
+            counts = counts_text(entry.counts())
+            if cell(entry, gate) == "fails":
+                counts += " " + paint("(does not hold)", _RED)
+            lines.append(f"  {number.rjust(number_width)}  {name.ljust(name_width)}  {counts}")
+        lines.append("")
+        cases = [printable(case) for case in grid.cases]
+        case_width = max(len("case"), *map(len, cases))
+        column = number_width + 2
+        lines.append(
+            "  "
+            + paint("case".ljust(case_width), _BOLD)
+            + "".join(paint(number.rjust(column), _BOLD) for number in numbers)
+        )
+        for case_id, case in zip(grid.cases, cases, strict=True):
+            marks = []
+            for index in range(len(grid.entries)):
+                record = grid.record(index, case_id)
+                if record is None:
+                    marks.append(" " * (column - 1) + NOT_RUN)
+                else:
+                    mark = SYMBOLS[record.status]
+                    marks.append(" " * (column - 1) + paint(mark, _MARK_STYLE[record.status]))
+            lines.append(f"  {case.ljust(case_width)}{''.join(marks)}")
+        lines.append("")
+    if lines:
+        lines += [f"legend: {legend(why='-v says why', not_run=not_run)}", ""]
+    return lines
