@@ -17,5 +17,6 @@ BUNDLED: tuple[str, ...] = (
     "workspace",
     "session_events",
     "run_store",
+    "invocation",
 )
 """The bundled profiles, as module names under ``conformkit.profiles``."""
