@@ -715,3 +715,37 @@ class TestMounting:
             app, [], [], method="GET", path="/apimanifest", root_path="/api"
         )
         assert status == 404
+
+
+class TestDemo:
+    """`conformkit demo` runs the profile when httpx is installed, and names it when not."""
+
+    def test_the_demo_leaves_the_profile_out_without_httpx(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without httpx the demo holds on the other profiles, and says what to install."""
+        from conformkit import cli, profiles
+
+        monkeypatch.setattr(profiles, "BUNDLED", ("durable_mapping", "invocation"))
+        monkeypatch.setitem(sys.modules, "httpx", None)  # as if it were not installed
+        assert cli.main(["demo", "--format", "json"]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == (
+            "conformkit demo: left out conformkit.profiles.invocation, which needs httpx: "
+            "pip install 'conformkit[http]'\n"
+        )
+        assert json.loads(captured.out)["run"]["targets"] == ["conformkit.profiles.durable_mapping"]
+
+    def test_the_demo_runs_the_profile_with_httpx(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """With httpx, the demo runs both bundled wrappers, and they hold."""
+        from conformkit import cli, profiles
+
+        monkeypatch.setattr(profiles, "BUNDLED", ("invocation",))
+        assert cli.main(["demo", "--format", "json"]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == ""
+        report = json.loads(captured.out)
+        assert report["verdict"] == "holds"
+        assert len(report["reports"]) == len(invocation.implementations)
