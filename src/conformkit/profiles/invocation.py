@@ -342,7 +342,10 @@ class LiveServer:
         headers = [(name, value) for name, value in scope.get("headers", ()) if name != route]
         tokens = [value for name, value in scope.get("headers", ()) if name == route]
         app = self._apps.get(tokens[0].decode("latin-1")) if len(tokens) == 1 else None
-        if app is None or scope["type"] != "http":
+        if scope["type"] != "http":  # a WebSocket: no case opens one
+            await send({"type": "websocket.close", "code": 1003})
+            return
+        if app is None:
             await send({"type": "http.response.start", "status": 404, "headers": []})
             await send({"type": "http.response.body", "body": b"no app is mounted here"})
             return
