@@ -250,6 +250,13 @@ class TestBundledImplementations:
         ck.assert_contract(report, require_full=True)
         assert [result.case_id for result in report.results] == list(feature.cases)
 
+    @pytest.mark.anyio
+    async def test_no_case_is_vacuous(self) -> None:
+        """Every case calls the API, and together they call every operation."""
+        report = await ck.run_contract(ReferenceImplementation(), suite, reject_vacuous=True)
+        ck.assert_contract(report, require_full=True)
+        assert report.unexercised == ()
+
     def test_bundles_the_reference_and_a_mounted_host(self) -> None:
         """implementations holds the reference handler and the host that mounts it."""
         assert [type(each) for each in invocation.implementations] == [
