@@ -214,15 +214,6 @@ BROKEN: dict[str, tuple[Callable[[InvocationOptions], ASGIApp], set[InvocationCa
 }
 
 
-# Each suite run over loopback costs some 40 requests' round trips: the passing
-# wrappers run live on both backends, and the broken ones on one each, in turn.
-LIVE: dict[str, tuple[str, ...]] = {
-    "reference": ("asyncio", "trio"),
-    "mounted": ("asyncio", "trio"),
-    **{name: (("asyncio",), ("trio",))[index % 2] for index, name in enumerate(BROKEN)},
-}
-
-
 def implementation(name: str, placement: Placement) -> ck.FeatureImplementation[Any, Any]:
     """A bundled implementation, or a broken wrapper, reaching its apps through ``placement``."""
     if name == "reference":
@@ -282,20 +273,13 @@ class TestPlacements:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("name", ["reference", "mounted", *BROKEN])
-    async def test_verdicts_in_process(self, name: str) -> None:
-        """Each wrapper fails exactly its expected cases, driven in-process."""
-        report = await ck.run_contract(implementation(name, InProcess()), suite)
-        assert failed_cases(report) == expected_failures(name), report
-
-    @pytest.mark.anyio
-    @pytest.mark.parametrize(
-        ("anyio_backend", "name"),
-        [(backend, name) for name, backends in LIVE.items() for backend in backends],
-    )
-    async def test_same_verdicts_live(self, name: str, live_server: LiveServer) -> None:
-        """Over loopback, through the live server, each wrapper gets its in-process verdicts."""
+    async def test_same_verdicts_in_process_and_live(
+        self, name: str, live_server: LiveServer
+    ) -> None:
+        """Each wrapper fails exactly its expected cases, in-process and over loopback."""
         in_process = await ck.run_contract(implementation(name, InProcess()), suite)
         live = await ck.run_contract(implementation(name, live_server), suite)
+        assert failed_cases(in_process) == expected_failures(name), in_process
         assert failed_cases(live) == expected_failures(name), live
         statuses = [(result.case_id, result.status) for result in in_process.results]
         assert [(result.case_id, result.status) for result in live.results] == statuses

@@ -414,6 +414,9 @@ class InvocationAPI:
                 async with httpx.AsyncClient(
                     base_url=self.placement.base_url + self.prefix,
                     headers={ROUTE_HEADER: token},
+                    # Plain HTTP needs no TLS: loading the certificates would cost
+                    # more than all of a case's requests.
+                    verify=self.placement.base_url.startswith("https://"),
                 ) as client:
                     yield client
         else:
