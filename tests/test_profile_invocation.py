@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -11,13 +10,14 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.to_thread
 import httpx
 import pytest
 import uvicorn
@@ -57,49 +57,62 @@ def failed_cases(report: ck.ContractReport) -> set[str]:
 # --------------------------------------------------------------------------- the live server
 
 
-def _serve(live: LiveServer, sock: socket.socket) -> Callable[[], None]:
-    """Serve ``live`` with uvicorn on ``sock``, in a thread with its own event loop."""
-    config = uvicorn.Config(
-        live, lifespan="on", log_level="warning", access_log=False, http="h11", ws="none"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(timeout=10)
-        if thread.is_alive():
-            raise RuntimeError("the live server did not stop within 10 s")
-
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            stop()
-            raise RuntimeError("the live server did not start within 10 s")
-        time.sleep(0.01)
-    return stop
+live_server_feature = ck.Feature[LiveServer, str]("tests.live_server", cases=("serves",))
 
 
-@pytest.fixture(scope="module")
-def live_server() -> Iterator[LiveServer]:
+class Uvicorn(ck.FeatureImplementation[LiveServer, str]):
     """
-    One uvicorn server for the module, on 127.0.0.1 and a free port, started and stopped here.
+    A uvicorn server on 127.0.0.1 and a free port, serving a :class:`LiveServer`.
 
     uvicorn runs on asyncio, in a thread of its own with its own event loop, so the
-    cases drive it over loopback from asyncio and from trio alike. Its shutdown is
-    deferred the moment it is started, before anything else can fail.
+    cases drive it over loopback from asyncio and from trio alike. Each resource's
+    cleanup is deferred the moment it exists: the socket's, then the server's
+    shutdown, before waiting for it to start, which may fail.
     """
-    with contextlib.ExitStack() as scope:
-        sock = scope.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+
+    feature = live_server_feature
+    coverage = live_server_feature.coverage()
+    timeout = 15.0
+
+    async def create(self, scope: ck.FeatureScope) -> LiveServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        scope.defer(sock.close)
         # Accepted connections inherit it: without it, Nagle's algorithm and delayed
         # acknowledgements hold each response back some 40 ms.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         live = LiveServer(f"http://127.0.0.1:{sock.getsockname()[1]}")
-        scope.callback(_serve(live, sock))
-        yield live
+        config = uvicorn.Config(
+            live, lifespan="on", log_level="warning", access_log=False, http="h11", ws="none"
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+
+        def stop() -> None:
+            server.should_exit = True
+            thread.join(timeout=10)
+            if thread.is_alive():
+                raise RuntimeError("the live server did not stop within 10 s")
+
+        thread.start()
+        scope.defer(functools.partial(anyio.to_thread.run_sync, stop))
+        with anyio.fail_after(10):
+            while not server.started:
+                if not thread.is_alive():
+                    raise RuntimeError("the live server stopped as it started")
+                await anyio.sleep(0.01)
+        return live
+
+
+@pytest.fixture(scope="module")
+def live_server() -> Iterator[LiveServer]:
+    """One live server for the module, started here and stopped here, in a feature scope."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(ck.open_feature(Uvicorn())) as session,
+    ):
+        yield session.api
 
 
 # --------------------------------------------------------------------------- broken wrappers
