@@ -753,3 +753,49 @@ class TestDemo:
         report = json.loads(captured.out)
         assert report["verdict"] == "holds"
         assert len(report["reports"]) == len(invocation.implementations)
+
+
+class TestHostileWrappers:
+    """Wrappers that cheat get failed cases with true reasons, never a crash of the run."""
+
+    @pytest.mark.anyio
+    async def test_an_app_that_answers_without_calling_the_agent(self) -> None:
+        """A 200 envelope no handler produced fails the cases that inspect the context."""
+
+        def fake(options: InvocationOptions) -> ASGIApp:
+            inner = create_app(options)
+
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                if scope["type"] == "http" and scope["path"].endswith("/invoke"):
+                    body = b'{"ok": true, "result": null, "request_id": "r"}'
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [(b"content-type", b"application/json")],
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": body})
+                    return
+                await inner(scope, receive, send)
+
+            return app
+
+        report = await ck.run_contract(WrapperImplementation(fake), suite)
+        reasons = {result.case_id: result.reason or "" for result in report.results}
+        assert "no agent's handler was called" in reasons["capabilities_reach_context"]
+        assert "no agent's handler was called" in reasons["runtime_wins_over_factory"]
+        assert "catalog_is_served" not in failed_cases(report)
+
+    @pytest.mark.anyio
+    async def test_a_wrapper_that_raises_blocks_every_case(self) -> None:
+        """A wrapper that cannot build an app fails every case, each saying so."""
+
+        def refuses(options: InvocationOptions) -> ASGIApp:
+            raise LookupError("no such host configuration")
+
+        report = await ck.run_contract(WrapperImplementation(refuses), suite)
+        assert failed_cases(report) == set(feature.cases)
+        for result in report.results:
+            assert "blocked: the wrapper" in (result.reason or "")
+            assert "no such host configuration" in (result.reason or "")

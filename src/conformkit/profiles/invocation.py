@@ -559,6 +559,15 @@ class _Probe:
         self.session_events = MemorySessionEvents()
         self.env: dict[str, str] = {"GREETING": "hello", "REGION": "eu-west"}
 
+    def context(self) -> InvocationContext:
+        """The context of the last invocation the agent's handler got; there must be one."""
+        if not self.contexts:
+            raise AssertionError(
+                "the invocation answered 200, but no agent's handler was called: the wrapper "
+                "answered for it"
+            )
+        return self.contexts[-1]
+
     def runtime(self, label: str) -> _Runtime:
         return self.runtimes.setdefault(label, _Runtime(label))
 
@@ -819,7 +828,7 @@ async def _request_id_echoed(api: InvocationAPI) -> None:
         async with api.client(app) as client:
             given = f"req-{uuid.uuid4().hex[:12]}"
             response, envelope = await _invoke(client, "echo", {}, {"x-request-id": given})
-            seen = probe.contexts[-1].request_id
+            seen = probe.context().request_id
             got = (envelope.get("request_id"), response.headers.get("x-request-id"), seen)
             if got != (given, given, given):
                 raise AssertionError(
@@ -830,7 +839,7 @@ async def _request_id_echoed(api: InvocationAPI) -> None:
             for _ in range(2):
                 response, envelope = await _invoke(client, "echo", {})
                 rid = envelope.get("request_id")
-                got = (rid, response.headers.get("x-request-id"), probe.contexts[-1].request_id)
+                got = (rid, response.headers.get("x-request-id"), probe.context().request_id)
                 if not isinstance(rid, str) or not rid or got != (rid, rid, rid):
                     raise AssertionError(
                         f"without x-request-id: expected one generated ID in the envelope, "
@@ -858,6 +867,7 @@ async def _capabilities_reach_context(api: InvocationAPI) -> None:
         app = await _build(api, probe.options())
         async with api.client(app) as client:
             await _invoke(client, "writer", {})
+        context = probe.context()
         if await probe.workspace.read("/from-agent.txt") != b"written by the agent":
             raise AssertionError(
                 "the agent wrote /from-agent.txt through its context's workspace_store, but "
@@ -868,7 +878,6 @@ async def _capabilities_reach_context(api: InvocationAPI) -> None:
                 "the agent created a session through its context's session_event_store, but "
                 "the host's store does not have it: the context held another store"
             )
-        context = probe.contexts[-1]
         for name, expected in (
             ("workspace_store", probe.workspace),
             ("session_event_store", probe.session_events),
@@ -899,7 +908,7 @@ async def _env_is_host_data(api: InvocationAPI) -> None:
                 _, envelope = await _invoke(client, "env", {})
         finally:
             del os.environ[name]
-        context = probe.contexts[-1]
+        context = probe.context()
         if context.env is not probe.env:
             raise AssertionError(
                 f"the context's env is {short_repr(context.env)}, not the mapping the host "
@@ -918,7 +927,7 @@ async def _runtime_seen(api: InvocationAPI, probe: _Probe, options: InvocationOp
     app = await _build(api, options)
     async with api.client(app) as client:
         await _invoke(client, "echo", {})
-    return probe.contexts[-1].runtime
+    return probe.context().runtime
 
 
 @suite.case("runtime_wins_over_factory")
@@ -983,10 +992,10 @@ async def _named_factory_loads_lazily(api: InvocationAPI) -> None:
                     f"after two invocations with runtime_factory_name 'named': expected the "
                     f"entry 'named' loaded once, got the loads {probe.factory_loads}"
                 )
-            if probe.contexts[-1].runtime is not probe.runtime("named"):
+            if probe.context().runtime is not probe.runtime("named"):
                 raise AssertionError(
                     f"with runtime_factory_name 'named': the context got "
-                    f"{short_repr(probe.contexts[-1].runtime)}, expected what its factory made"
+                    f"{short_repr(probe.context().runtime)}, expected what its factory made"
                 )
         for form, wins in (
             ("runtime", {"runtime": probe.runtime("given")}),
