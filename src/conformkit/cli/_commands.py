@@ -383,6 +383,28 @@ def bundled_modules() -> list[types.ModuleType]:
     return [importlib.import_module(f"conformkit.profiles.{name}") for name in BUNDLED]
 
 
+def _installed_bundled_modules() -> list[types.ModuleType]:
+    """The bundled profiles whose optional extra, if they need one, is installed."""
+    from ..profiles import EXTRAS
+
+    modules = []
+    for module in bundled_modules():
+        name = module.__name__.rpartition(".")[2]
+        if name in EXTRAS:
+            needed, extra = EXTRAS[name]
+            try:
+                importlib.import_module(needed)
+            except ImportError:
+                write(
+                    sys.stderr,
+                    f"conformkit demo: left out {module.__name__}, which needs {needed}: "
+                    f"pip install 'conformkit[{extra}]'\n",
+                )
+                continue
+        modules.append(module)
+    return modules
+
+
 def _demo_command(arguments: argparse.Namespace) -> int:
     from ._config import apply_gate
 
@@ -391,7 +413,7 @@ def _demo_command(arguments: argparse.Namespace) -> int:
     _backend(arguments.backend)
     try:
         outputs.prepare()
-        modules = bundled_modules()
+        modules = _installed_bundled_modules()
         timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
         pairs = collect_modules(
             modules,

@@ -9,7 +9,7 @@ of each bundled implementation.
 
 from __future__ import annotations
 
-__all__ = ["BUNDLED"]
+__all__ = ["BUNDLED", "EXTRAS"]
 
 BUNDLED: tuple[str, ...] = (
     "mapping",
@@ -17,5 +17,13 @@ BUNDLED: tuple[str, ...] = (
     "workspace",
     "session_events",
     "run_store",
+    "invocation",
 )
 """The bundled profiles, as module names under ``conformkit.profiles``."""
+
+EXTRAS: dict[str, tuple[str, str]] = {"invocation": ("httpx", "http")}
+"""
+The bundled profiles that need an optional extra: for each, the module it
+imports and the extra that installs it (``pip install 'conformkit[http]'``).
+``conformkit demo`` leaves out, and names, a profile whose module is missing.
+"""

@@ -1,0 +1,801 @@
+"""The invocation profile: conformkit.profiles.invocation, in-process and against a live server."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import httpx
+import pytest
+import uvicorn
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import conformkit as ck
+from conformkit.profiles import invocation
+from conformkit.profiles.invocation import (
+    ASGIApp,
+    CommandNotGranted,
+    InProcess,
+    InvocationAPI,
+    InvocationCase,
+    InvocationContext,
+    InvocationOptions,
+    LiveServer,
+    MountedReferenceImplementation,
+    NoRuntime,
+    Placement,
+    ReferenceImplementation,
+    WrapperImplementation,
+    create_app,
+    feature,
+    suite,
+)
+from conformkit.profiles.workspace import MemoryWorkspace
+
+DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "profile-invocation.md"
+
+
+def failed_cases(report: ck.ContractReport) -> set[str]:
+    """The IDs of the report's failed cases."""
+    return {result.case_id for result in report.results if result.status is ck.CaseStatus.FAILED}
+
+
+# --------------------------------------------------------------------------- the live server
+
+
+live_server_feature = ck.Feature[LiveServer, str]("tests.live_server", cases=("serves",))
+
+
+class Uvicorn(ck.FeatureImplementation[LiveServer, str]):
+    """
+    A uvicorn server on 127.0.0.1 and a free port, serving a :class:`LiveServer`.
+
+    uvicorn runs on asyncio, in a thread of its own with its own event loop, so the
+    cases drive it over loopback from asyncio and from trio alike. Each resource's
+    cleanup is deferred the moment it exists: the socket's, then the server's
+    shutdown, before waiting for it to start, which may fail.
+    """
+
+    feature = live_server_feature
+    coverage = live_server_feature.coverage()
+    timeout = 15.0
+
+    async def create(self, scope: ck.FeatureScope) -> LiveServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        scope.defer(sock.close)
+        # Accepted connections inherit it: without it, Nagle's algorithm and delayed
+        # acknowledgements hold each response back some 40 ms.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        live = LiveServer(f"http://127.0.0.1:{sock.getsockname()[1]}")
+        config = uvicorn.Config(
+            live, lifespan="on", log_level="warning", access_log=False, http="h11", ws="none"
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+
+        def stop() -> None:
+            server.should_exit = True
+            thread.join(timeout=10)
+            if thread.is_alive():
+                raise RuntimeError("the live server did not stop within 10 s")
+
+        thread.start()
+        scope.defer(functools.partial(anyio.to_thread.run_sync, stop))
+        with anyio.fail_after(10):
+            while not server.started:
+                if not thread.is_alive():
+                    raise RuntimeError("the live server stopped as it started")
+                await anyio.sleep(0.01)
+        return live
+
+
+@pytest.fixture(scope="module")
+def live_server() -> Iterator[LiveServer]:
+    """One live server for the module, started here and stopped here, in a feature scope."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(ck.open_feature(Uvicorn())) as session,
+    ):
+        yield session.api
+
+
+# --------------------------------------------------------------------------- broken wrappers
+
+
+def imports_handlers_at_build(options: InvocationOptions) -> ASGIApp:
+    """Runs every handler loader when the app is built."""
+    loaded = {agent: load() for agent, load in options.handlers.items()}
+    handlers = {agent: functools.partial(lambda handler: handler, h) for agent, h in loaded.items()}
+    return create_app(replace(options, handlers=handlers))
+
+
+def loads_the_named_factory_at_build(options: InvocationOptions) -> ASGIApp:
+    """Loads the named runtime factory when the app is built."""
+    name = options.runtime_factory_name
+    if name is None:
+        return create_app(options)
+    factory = options.runtime_factory_module_map[name]()
+    return create_app(replace(options, runtime_factory_module_map={name: lambda: factory}))
+
+
+def prefers_the_factory(options: InvocationOptions) -> ASGIApp:
+    """Uses runtime_factory even when a runtime is given: precedence inverted."""
+    if options.runtime_factory is not None:
+        options = replace(options, runtime=None)
+    return create_app(options)
+
+
+def brings_its_own_workspace(options: InvocationOptions) -> ASGIApp:
+    """Gives agents a request-local workspace instead of the host's."""
+    return create_app(replace(options, workspace_store=MemoryWorkspace()))
+
+
+def reads_os_environ(options: InvocationOptions) -> ASGIApp:
+    """Lets agents see the process environment under the host's env."""
+    return create_app(replace(options, env={**os.environ, **options.env}))
+
+
+class _Everything:
+    """A collection that holds every command name."""
+
+    def __contains__(self, command: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 1
+
+
+def grants_by_default(options: InvocationOptions) -> ASGIApp:
+    """With no grants, grants every command."""
+    grants = _Everything() if options.grants is None else options.grants
+    return create_app(replace(options, grants=grants))
+
+
+def buffers_the_body(options: InvocationOptions) -> ASGIApp:
+    """A middleware that reads the whole body before the app checks its size."""
+    inner = create_app(options)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await inner(scope, replay, send)
+
+    return app
+
+
+def drops_the_request_id(options: InvocationOptions) -> ASGIApp:
+    """A proxy-like middleware that strips x-request-id from requests."""
+    inner = create_app(options)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"x-request-id"]
+            scope = {**scope, "headers": headers}
+        await inner(scope, receive, send)
+
+    return app
+
+
+BROKEN: dict[str, tuple[Callable[[InvocationOptions], ASGIApp], set[InvocationCase]]] = {
+    "imports_handlers_at_build": (imports_handlers_at_build, {"handlers_load_lazily"}),
+    "loads_the_named_factory_at_build": (
+        loads_the_named_factory_at_build,
+        {"named_factory_loads_lazily"},
+    ),
+    "prefers_the_factory": (prefers_the_factory, {"runtime_wins_over_factory"}),
+    "brings_its_own_workspace": (brings_its_own_workspace, {"capabilities_reach_context"}),
+    "reads_os_environ": (reads_os_environ, {"env_is_host_data"}),
+    "grants_by_default": (grants_by_default, {"commands_fail_closed"}),
+    "buffers_the_body": (buffers_the_body, {"oversized_body_rejected"}),
+    "drops_the_request_id": (drops_the_request_id, {"request_id_echoed"}),
+}
+
+
+def implementation(name: str, placement: Placement) -> ck.FeatureImplementation[Any, Any]:
+    """A bundled implementation, or a broken wrapper, reaching its apps through ``placement``."""
+    if name == "reference":
+        return ReferenceImplementation(placement)
+    if name == "mounted":
+        return MountedReferenceImplementation(placement)
+    return WrapperImplementation(BROKEN[name][0], placement=placement)
+
+
+def expected_failures(name: str) -> set[InvocationCase]:
+    return set() if name in ("reference", "mounted") else BROKEN[name][1]
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+class TestBundledImplementations:
+    """Every bundled implementation passes the whole profile."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("index", range(len(invocation.implementations)))
+    async def test_passes_with_full_coverage(self, index: int) -> None:
+        """Each bundled implementation passes every case, in the feature's order."""
+        report = await ck.run_contract(invocation.implementations[index], suite)
+        ck.assert_contract(report, require_full=True)
+        assert [result.case_id for result in report.results] == list(feature.cases)
+
+    @pytest.mark.anyio
+    async def test_no_case_is_vacuous(self) -> None:
+        """Every case calls the API, and together they call every operation."""
+        report = await ck.run_contract(ReferenceImplementation(), suite, reject_vacuous=True)
+        ck.assert_contract(report, require_full=True)
+        assert report.unexercised == ()
+
+    def test_bundles_the_reference_and_a_mounted_host(self) -> None:
+        """implementations holds the reference handler and the host that mounts it."""
+        assert [type(each) for each in invocation.implementations] == [
+            ReferenceImplementation,
+            MountedReferenceImplementation,
+        ]
+
+    def test_docs_page_lists_every_case(self) -> None:
+        """The profile's page names each case ID in its table of cases, in order."""
+        page = DOCS_PAGE.read_text(encoding="utf-8")
+        section = page.split("\n## The cases\n", 1)[1].split("\n## ", 1)[0]
+        assert re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE) == list(feature.cases)
+
+    def test_docs_page_lists_every_error_code(self) -> None:
+        """The page's error-code table has each code with its status, in order."""
+        page = DOCS_PAGE.read_text(encoding="utf-8")
+        rows = re.findall(r"^\| `([a-z_]+)` \| (\d{3}) \|", page, re.MULTILINE)
+        assert rows == [(code, str(status)) for code, status in invocation.ERROR_STATUS.items()]
+
+
+class TestPlacements:
+    """The same verdicts, in-process and against a live server, on asyncio and trio."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", ["reference", "mounted", *BROKEN])
+    async def test_same_verdicts_in_process_and_live(
+        self, name: str, live_server: LiveServer
+    ) -> None:
+        """Each wrapper fails exactly its expected cases, in-process and over loopback."""
+        in_process = await ck.run_contract(implementation(name, InProcess()), suite)
+        live = await ck.run_contract(implementation(name, live_server), suite)
+        assert failed_cases(in_process) == expected_failures(name), in_process
+        assert failed_cases(live) == expected_failures(name), live
+        statuses = [(result.case_id, result.status) for result in in_process.results]
+        assert [(result.case_id, result.status) for result in live.results] == statuses
+
+    @pytest.mark.anyio
+    async def test_a_failure_says_what_and_points_at_the_page(self) -> None:
+        """A broken wrapper's reason names what went wrong and the failure-modes table."""
+        report = await ck.run_contract(WrapperImplementation(buffers_the_body), suite)
+        [result] = [each for each in report.results if each.status is ck.CaseStatus.FAILED]
+        assert result.reason is not None
+        assert "the app read 16384 bytes of it before refusing it" in result.reason
+        assert "(see docs/profile-invocation.md#failure-modes)" in result.reason
+
+    @pytest.mark.anyio
+    async def test_a_broken_invocation_blocks_the_cases_that_need_it(self) -> None:
+        """A wrapper whose invocations all fail: the cases that need one say they are blocked."""
+
+        def always_500(options: InvocationOptions) -> ASGIApp:
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                await send({"type": "http.response.start", "status": 500, "headers": []})
+                await send({"type": "http.response.body", "body": b"{}"})
+
+            return app
+
+        report = await ck.run_contract(WrapperImplementation(always_500), suite)
+        reasons = {result.case_id: result.reason or "" for result in report.results}
+        assert (
+            "AssertionError: blocked: POST /agents/echo/invoke" in reasons["handlers_load_lazily"]
+        )
+        assert "invoke_returns_envelope owns that" in reasons["handlers_load_lazily"]
+        assert failed_cases(report) == set(feature.cases)
+
+    @pytest.mark.anyio
+    async def test_the_live_server_removes_its_route_header(self, live_server: LiveServer) -> None:
+        """The app never sees the header that routes requests to it; unrouted requests get 404."""
+        seen: list[list[tuple[bytes, bytes]]] = []
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            seen.append(list(scope["headers"]))
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        api = InvocationAPI(lambda options: app, live_server)
+        async with api.client(app) as client:
+            assert (await client.get("/anything")).status_code == 204
+        assert not any(name == invocation.ROUTE_HEADER.encode() for name, _ in seen[0])
+        async with httpx.AsyncClient() as plain:
+            response = await plain.get(live_server.base_url + "/manifest")
+        assert (response.status_code, response.text) == (404, "no app is mounted here")
+
+
+# --------------------------------------------------------------------------- the reference handler
+
+
+def options(**overrides: Any) -> InvocationOptions:
+    """Options with one agent, 'echo', which returns its input."""
+
+    async def echo(context: InvocationContext, body: dict[str, Any]) -> Any:
+        return {"input": body}
+
+    settings: dict[str, Any] = {"catalog": {"echo": {}}, "handlers": {"echo": lambda: echo}}
+    settings.update(overrides)
+    return InvocationOptions(**settings)
+
+
+async def call(
+    app: ASGIApp, messages: list[dict[str, Any]], headers: list[tuple[bytes, bytes]], **scope: Any
+) -> tuple[int, dict[str, str], bytes]:
+    """Drive ``app`` with raw ASGI messages; its status, headers and body."""
+    sent: list[dict[str, Any]] = []
+    pending = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            return pending.pop(0)
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(message: Any) -> None:
+        sent.append(dict(message))
+
+    http = {
+        "type": "http",
+        "method": "POST",
+        "path": "/agents/echo/invoke",
+        "root_path": "",
+        "headers": headers,
+        **scope,
+    }
+    with anyio.fail_after(5):
+        await app(http, receive, send)
+    start, *bodies = sent
+    response_headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    return start["status"], response_headers, b"".join(body.get("body", b"") for body in bodies)
+
+
+JSON_TYPE = [(b"content-type", b"application/json")]
+
+
+class TestReferenceHandlerInput:
+    """Bad input to the reference handler gets a stable envelope, never a traceback."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("pieces", "headers", "status", "code"),
+        [
+            ([b"{nope"], JSON_TYPE, 400, "invalid_json"),
+            ([b'{"a": Infinity}'], JSON_TYPE, 400, "invalid_json"),
+            ([b"\xc3"], JSON_TYPE, 400, "invalid_json"),
+            ([b"[]"], JSON_TYPE, 400, "body_not_object"),
+            ([b"12"], JSON_TYPE, 400, "body_not_object"),
+            ([b'{"a":', b" 1", b"}"], JSON_TYPE, 200, None),
+            ([b"{", b"", b"}"], JSON_TYPE, 200, None),
+            ([b'{"a": 1}'], [(b"content-type", b"application/json; charset=utf-8")], 200, None),
+            ([b'{"a": 1}'], [(b"content-type", b"application/vnd.api+json")], 200, None),
+            ([b'{"a": 1}'], [(b"content-type", b"text/json")], 415, "unsupported_media_type"),
+            ([b'{"a": 1}'], [], 415, "unsupported_media_type"),
+            ([b"x" * 600, b"x" * 600], JSON_TYPE, 413, "body_too_large"),
+        ],
+    )
+    async def test_envelopes(
+        self, pieces: list[bytes], headers: list[tuple[bytes, bytes]], status: int, code: str | None
+    ) -> None:
+        """Each body, whole or in chunks, gets its status and envelope."""
+        messages = [
+            {"type": "http.request", "body": piece, "more_body": index < len(pieces) - 1}
+            for index, piece in enumerate(pieces)
+        ]
+        got, response_headers, body = await call(
+            create_app(options(max_body_bytes=1000)), messages, headers
+        )
+        envelope = json.loads(body)
+        assert got == status, envelope
+        assert response_headers["content-type"] == "application/json"
+        assert envelope["request_id"] == response_headers["x-request-id"]
+        if code is None:
+            assert envelope["ok"] is True
+        else:
+            assert envelope["ok"] is False
+            assert envelope["error"]["code"] == code
+            assert invocation.ERROR_STATUS[code] == status
+
+    @pytest.mark.anyio
+    async def test_a_declared_length_over_the_limit_reads_nothing(self) -> None:
+        """A content-length over the limit is refused before any body is read."""
+        got, _, body = await call(
+            create_app(options(max_body_bytes=10)),
+            [],  # receive() would wait for ever: nothing may be read
+            [*JSON_TYPE, (b"content-length", b"11")],
+        )
+        assert (got, json.loads(body)["error"]["code"]) == (413, "body_too_large")
+
+    @pytest.mark.anyio
+    async def test_a_client_gone_mid_body_gets_no_response(self) -> None:
+        """A disconnect while the body is read ends the request quietly: no response, no error."""
+        sent: list[Any] = []
+        messages = [
+            {"type": "http.request", "body": b"{", "more_body": True},
+            {"type": "http.disconnect"},
+        ]
+
+        async def receive() -> Any:
+            return messages.pop(0)
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/agents/echo/invoke",
+            "headers": JSON_TYPE,
+        }
+        await create_app(options())(scope, receive, send)
+        assert sent == []
+
+    @pytest.mark.anyio
+    async def test_a_request_id_is_taken_only_when_it_is_printable(self) -> None:
+        """x-request-id is echoed when it is 1 to 128 visible ASCII characters, else replaced."""
+        app = create_app(options())
+        message = [{"type": "http.request", "body": b"{}", "more_body": False}]
+        for sent, kept in (
+            ("abc-123", True),
+            ("x" * 128, True),
+            ("x" * 129, False),
+            ("a b", False),
+        ):
+            _, headers, body = await call(
+                app, list(message), [*JSON_TYPE, (b"x-request-id", sent.encode())]
+            )
+            assert (headers["x-request-id"] == sent) is kept
+            assert json.loads(body)["request_id"] == headers["x-request-id"]
+
+    @pytest.mark.anyio
+    async def test_answers_lifespan_and_closes_websockets(self) -> None:
+        """Lifespan events complete; a WebSocket is closed, not served."""
+        app = create_app(options())
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        events = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+
+        async def lifespan() -> Any:
+            return events.pop(0)
+
+        await app({"type": "lifespan"}, lifespan, send)
+        assert [message["type"] for message in sent] == [
+            "lifespan.startup.complete",
+            "lifespan.shutdown.complete",
+        ]
+
+        async def connect() -> Any:
+            return {"type": "websocket.connect"}
+
+        await app({"type": "websocket", "path": "/agents"}, connect, send)
+        assert sent[-1] == {"type": "websocket.close", "code": 1003}
+
+    @settings(max_examples=30, deadline=None)
+    @given(
+        body=st.one_of(
+            st.binary(max_size=64),
+            st.recursive(
+                st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner),
+                max_leaves=6,
+            ).map(lambda value: json.dumps(value).encode()),
+        ),
+        cut=st.integers(min_value=0, max_value=64),
+        content_type=st.sampled_from([b"application/json", b"text/plain", b""]),
+    )
+    def test_any_body_gets_a_documented_envelope(
+        self, body: bytes, cut: int, content_type: bytes
+    ) -> None:
+        """Whatever the body and however it is cut, the answer is a documented envelope."""
+        messages = [
+            {"type": "http.request", "body": body[:cut], "more_body": True},
+            {"type": "http.request", "body": body[cut:], "more_body": False},
+        ]
+        headers = [(b"content-type", content_type)] if content_type else []
+        status, _, raw = anyio.run(call, create_app(options(max_body_bytes=48)), messages, headers)
+        envelope = json.loads(raw)
+        if status == 200:
+            assert envelope["ok"] is True
+            assert envelope["result"] == {"input": json.loads(body)}
+        else:
+            assert invocation.ERROR_STATUS[envelope["error"]["code"]] == status
+
+
+class TestReferenceHandlerRuntime:
+    """How the reference handler resolves the runtime and runs agents."""
+
+    @pytest.mark.anyio
+    async def test_a_failing_loader_is_an_internal_error_that_hides_its_text(self) -> None:
+        """A handler loader that raises gets 500 internal_error, its message hidden."""
+
+        def broken() -> Any:
+            raise ImportError("no module named secret_agent")
+
+        for expose in (False, True):
+            app = create_app(options(handlers={"echo": broken}, expose_errors=expose))
+            status, _, body = await call(
+                app, [{"type": "http.request", "body": b"{}", "more_body": False}], JSON_TYPE
+            )
+            assert status == 500
+            error = json.loads(body)["error"]
+            assert error["code"] == "internal_error"
+            assert ("secret_agent" in error["message"]) is expose
+
+    @pytest.mark.anyio
+    async def test_a_result_json_cannot_hold_is_an_agent_error(self) -> None:
+        """An agent that returns what JSON cannot hold gets 500 agent_error."""
+
+        async def returns_a_set(context: InvocationContext, body: dict[str, Any]) -> Any:
+            return {1, 2}
+
+        app = create_app(options(handlers={"echo": lambda: returns_a_set}))
+        status, _, body = await call(
+            app, [{"type": "http.request", "body": b"{}", "more_body": False}], JSON_TYPE
+        )
+        assert (status, json.loads(body)["error"]["code"]) == (500, "agent_error")
+
+
+class TestContext:
+    """InvocationContext.run_command: grants, then the runtime."""
+
+    @pytest.mark.anyio
+    async def test_run_command_checks_grants_then_runtime(self) -> None:
+        """Ungranted commands raise CommandNotGranted; granted ones need a runtime."""
+        ran: list[tuple[str, tuple[str, ...]]] = []
+
+        class Recorder:
+            async def run(self, command: str, *args: str) -> Any:
+                ran.append((command, args))
+                return "done"
+
+        base = InvocationContext(
+            request_id="r",
+            env={},
+            workspace_store=None,
+            session_event_store=None,
+            runtime=Recorder(),
+            grants=None,
+        )
+        with pytest.raises(CommandNotGranted, match="no command is granted"):
+            await base.run_command("ls")
+        granted = replace(base, grants=frozenset({"ls"}))
+        assert await granted.run_command("ls", "-l") == "done"
+        with pytest.raises(CommandNotGranted, match="'rm': it is not granted"):
+            await granted.run_command("rm")
+        with pytest.raises(NoRuntime, match="no runtime"):
+            await replace(granted, runtime=None).run_command("ls")
+        assert ran == [("ls", ("-l",))]
+        assert issubclass(CommandNotGranted, PermissionError)
+
+
+class TestOptions:
+    """InvocationOptions refuses what cannot work, with a one-line message naming it."""
+
+    @pytest.mark.parametrize(
+        ("overrides", "error", "message"),
+        [
+            ({"catalog": []}, TypeError, r"catalog must be a mapping, got \[\]"),
+            ({"catalog": {"echo": "x"}}, TypeError, r"catalog\['echo'\] must be a JSON object"),
+            ({"catalog": {"echo": {}, "b": {}}}, ValueError, r"no handler for \['b'\]"),
+            ({"handlers": {"echo": 3}}, TypeError, r"handlers\['echo'\] must be a zero-argument"),
+            (
+                {"catalog": {"a/b": {}}, "handlers": {"a/b": print}},
+                ValueError,
+                "'a/b' is not a plain",
+            ),
+            ({"runtime_factory_name": "x"}, ValueError, "'x' is not in runtime_factory_module_map"),
+            ({"max_body_bytes": 0}, ValueError, "at least 1, got 0"),
+            ({"max_body_bytes": True}, TypeError, "must be an int, got True"),
+            ({"grants": "ls"}, TypeError, "got the string 'ls'"),
+        ],
+    )
+    def test_bad_options(
+        self, overrides: dict[str, Any], error: type[Exception], message: str
+    ) -> None:
+        """Each bad option raises at construction, in one line."""
+        with pytest.raises(error, match=message) as caught:
+            options(**overrides)
+        assert "\n" not in str(caught.value)
+
+    def test_options_are_frozen(self) -> None:
+        """The options cannot be changed after the host made them."""
+        made = options()
+        with pytest.raises(AttributeError):
+            made.max_body_bytes = 5  # type: ignore[misc]
+
+    def test_create_app_takes_only_options(self) -> None:
+        """create_app() names what it got instead of the options."""
+        with pytest.raises(TypeError, match=r"create_app\(\) takes InvocationOptions, got \{\}"):
+            create_app({})  # type: ignore[arg-type]
+
+    def test_the_api_checks_its_parts(self) -> None:
+        """InvocationAPI refuses a wrapper that is not callable, or a bad prefix or placement."""
+        with pytest.raises(TypeError, match="wrapper must be callable"):
+            InvocationAPI(3)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="prefix must be empty or start with '/'"):
+            InvocationAPI(create_app, prefix="api/")
+        with pytest.raises(TypeError, match="placement must be InProcess"):
+            InvocationAPI(create_app, "http://x")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="base_url must be an http"):
+            LiveServer("127.0.0.1:80")
+
+
+class TestOptionalDependency:
+    """httpx is an optional extra, imported by this profile only, and said so when missing."""
+
+    def run(self, code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+
+    def test_missing_httpx_makes_the_cases_unavailable_with_one_line(self) -> None:
+        """Without httpx, creating the API raises FeatureUnavailable saying what to install."""
+        done = self.run(
+            "import sys; sys.modules['httpx'] = None\n"
+            "import conformkit as ck\n"
+            "from conformkit.profiles import invocation\n"
+            "implementation = invocation.ReferenceImplementation()\n"
+            "report = ck.run_contract_sync(implementation, invocation.suite)\n"
+            "print({result.status.value for result in report.results})\n"
+            "print(report.results[0].reason)\n"
+        )
+        assert done.returncode == 0, done.stderr
+        statuses, reason = done.stdout.splitlines()
+        assert statuses == "{'unavailable'}"
+        assert "pip install 'conformkit[http]'" in reason
+
+    def test_importing_the_profile_does_not_import_httpx(self) -> None:
+        """httpx is imported when a case first needs it, not with the module."""
+        done = self.run(
+            "import sys\nimport conformkit.profiles.invocation\nprint('httpx' in sys.modules)\n"
+        )
+        assert done.stdout.strip() == "False", done.stderr
+
+    def test_no_other_module_imports_httpx(self) -> None:
+        """Only the invocation profile mentions httpx among conformkit's modules."""
+        package = Path(ck.__file__).parent
+        importers = sorted(
+            str(path.relative_to(package))
+            for path in package.rglob("*.py")
+            if re.search(r"^\s*(import|from) httpx", path.read_text(encoding="utf-8"), re.MULTILINE)
+        )
+        assert importers == ["profiles/invocation.py"]
+
+
+class TestMounting:
+    """The reference handler serves the same routes below a root_path."""
+
+    @pytest.mark.anyio
+    async def test_under_a_root_path(self) -> None:
+        """With root_path '/api' and the path kept, /api/manifest is the manifest."""
+        app = create_app(options())
+        status, _, body = await call(
+            app, [], [], method="GET", path="/api/manifest", root_path="/api"
+        )
+        assert (status, json.loads(body)) == (200, {"agents": {"echo": {}}})
+        status, _, body = await call(
+            app, [], [], method="GET", path="/apimanifest", root_path="/api"
+        )
+        assert status == 404
+
+
+class TestDemo:
+    """`conformkit demo` runs the profile when httpx is installed, and names it when not."""
+
+    def test_the_demo_leaves_the_profile_out_without_httpx(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without httpx the demo holds on the other profiles, and says what to install."""
+        from conformkit import cli, profiles
+
+        monkeypatch.setattr(profiles, "BUNDLED", ("durable_mapping", "invocation"))
+        monkeypatch.setitem(sys.modules, "httpx", None)  # as if it were not installed
+        assert cli.main(["demo", "--format", "json"]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == (
+            "conformkit demo: left out conformkit.profiles.invocation, which needs httpx: "
+            "pip install 'conformkit[http]'\n"
+        )
+        assert json.loads(captured.out)["run"]["targets"] == ["conformkit.profiles.durable_mapping"]
+
+    def test_the_demo_runs_the_profile_with_httpx(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """With httpx, the demo runs both bundled wrappers, and they hold."""
+        from conformkit import cli, profiles
+
+        monkeypatch.setattr(profiles, "BUNDLED", ("invocation",))
+        assert cli.main(["demo", "--format", "json"]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == ""
+        report = json.loads(captured.out)
+        assert report["verdict"] == "holds"
+        assert len(report["reports"]) == len(invocation.implementations)
+
+
+class TestHostileWrappers:
+    """Wrappers that cheat get failed cases with true reasons, never a crash of the run."""
+
+    @pytest.mark.anyio
+    async def test_an_app_that_answers_without_calling_the_agent(self) -> None:
+        """A 200 envelope no handler produced fails the cases that inspect the context."""
+
+        def fake(options: InvocationOptions) -> ASGIApp:
+            inner = create_app(options)
+
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                if scope["type"] == "http" and scope["path"].endswith("/invoke"):
+                    body = b'{"ok": true, "result": null, "request_id": "r"}'
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [(b"content-type", b"application/json")],
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": body})
+                    return
+                await inner(scope, receive, send)
+
+            return app
+
+        report = await ck.run_contract(WrapperImplementation(fake), suite)
+        reasons = {result.case_id: result.reason or "" for result in report.results}
+        assert "no agent's handler was called" in reasons["capabilities_reach_context"]
+        assert "no agent's handler was called" in reasons["runtime_wins_over_factory"]
+        assert "catalog_is_served" not in failed_cases(report)
+
+    @pytest.mark.anyio
+    async def test_a_wrapper_that_raises_blocks_every_case(self) -> None:
+        """A wrapper that cannot build an app fails every case, each saying so."""
+
+        def refuses(options: InvocationOptions) -> ASGIApp:
+            raise LookupError("no such host configuration")
+
+        report = await ck.run_contract(WrapperImplementation(refuses), suite)
+        assert failed_cases(report) == set(feature.cases)
+        for result in report.results:
+            assert "blocked: the wrapper" in (result.reason or "")
+            assert "no such host configuration" in (result.reason or "")
