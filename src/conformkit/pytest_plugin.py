@@ -25,7 +25,7 @@ import inspect
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import pytest
 
@@ -34,11 +34,12 @@ if TYPE_CHECKING:
 
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from ._feature import API, CaseName
-    from ._implementation import FeatureImplementation
-    from ._runner import Backend, ContractCase
-    from ._suite import ContractSuite
+    from . import ContractCase, ContractSuite, FeatureImplementation
+    from ._runner import Backend
     from .cli._collect import Pair
+
+API = TypeVar("API")
+CaseName = TypeVar("CaseName", bound=str)
 
 __all__ = ["contract_test"]
 
@@ -262,7 +263,7 @@ def _run(case: ContractCase[Any], backend: Backend) -> None:
         first = error.__traceback__
         while first is not None and first.tb_next is not None and _is_host(first, host):
             first = first.tb_next
-        raise error.with_traceback(first)
+        raise error.with_traceback(first)  # noqa: B904  # the same error, its frames trimmed
 
 
 def _is_host(entry: TracebackType, host: list[Path]) -> bool:
@@ -291,7 +292,8 @@ def _where(function: object) -> tuple[str, int | None]:
 
 def _repr_definition_error(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
     """The one line of a bad target or definition, without a traceback through conformkit."""
-    from ._exceptions import ContractDefinitionError, UsageError
+    from . import ContractDefinitionError
+    from ._exceptions import UsageError
 
     if isinstance(excinfo.value, UsageError | ContractDefinitionError):
         return f"conformkit: {excinfo.value}"
