@@ -38,12 +38,20 @@ if TYPE_CHECKING:
     from ._runner import Backend
     from .cli._collect import Pair
 
-API = TypeVar("API")
-CaseName = TypeVar("CaseName", bound=str)
+_API = TypeVar("_API")
+_CaseName = TypeVar("_CaseName", bound=str)
 
-__all__ = ["contract_test"]
+__all__ = [
+    "ContractItem",
+    "Contracts",
+    "ImplementationContract",
+    "contract_test",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_make_collect_report",
+]
 
-MARKER: Final = "conformkit"
+_MARKER: Final = "conformkit"
 """The marker every contract item carries: ``-m conformkit`` selects them alone."""
 
 
@@ -131,7 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except (ValueError, ImportError) as error:
             raise pytest.UsageError(f"conformkit: {error}") from error
     config.stash[_REQUEST] = request
-    config.addinivalue_line("markers", f"{MARKER}: a conformkit contract case")
+    config.addinivalue_line("markers", f"{_MARKER}: a conformkit contract case")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -226,7 +234,7 @@ class ContractItem(pytest.Item):
         self.case = case
         self.backend = backend
         self.function = suite[case.id.partition("[")[0]]  # a family member's is the family's
-        self.add_marker(MARKER)
+        self.add_marker(_MARKER)
         reason = getattr(case.coverage, "reason", None)
         if reason is not None:
             self.add_marker(pytest.mark.skip(reason=reason))
@@ -301,9 +309,9 @@ def _repr_definition_error(excinfo: pytest.ExceptionInfo[BaseException]) -> str 
 
 
 def contract_test(
-    implementations: FeatureImplementation[API, CaseName]
-    | Iterable[FeatureImplementation[API, CaseName]],
-    suite: ContractSuite[API, CaseName],
+    implementations: FeatureImplementation[_API, _CaseName]
+    | Iterable[FeatureImplementation[_API, _CaseName]],
+    suite: ContractSuite[_API, _CaseName],
     *,
     backends: Sequence[Backend] = ("asyncio",),
 ) -> Callable[..., None]:
@@ -342,7 +350,7 @@ def contract_test(
     ]
 
     @pytest.mark.parametrize(("case", "backend"), params)
-    def test(case: ContractCase[API], backend: Backend) -> None:
+    def test(case: ContractCase[_API], backend: Backend) -> None:
         __tracebackhide__ = True
         _run(case, backend)
 
