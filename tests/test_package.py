@@ -139,6 +139,7 @@ class TestCommandLineBoundary:
         meant = {
             **MEANT_FOR_THE_CLI,
             "conformkit._runner": {"Backend", "check_backend"},
+            "conformkit._testing": {"run_case"},
             "conformkit.cli._collect": {
                 name for name in vars(_collect) if not name.startswith("_")
             },

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._scope import open_feature as open_feature
     from ._skip import CaseUnsupported as CaseUnsupported
     from ._suite import ContractSuite as ContractSuite
+    from ._testing import contract_test_case as contract_test_case
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -57,6 +58,7 @@ __all__ = [
     "assert_contract",
     "audit_suites",
     "contract_cases",
+    "contract_test_case",
     "open_feature",
     "run_contract",
     "run_contract_sync",
@@ -86,6 +88,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_scope": ("DEFAULT_TIMEOUT", "FeatureScope", "Session", "open_feature"),
     "_skip": ("CaseUnsupported",),
     "_suite": ("ContractSuite",),
+    "_testing": ("contract_test_case",),
 }
 _SOURCES: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 import pytest
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
     from . import ContractCase, ContractSuite, FeatureImplementation
@@ -241,7 +239,9 @@ class ContractItem(pytest.Item):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        _run(self.case, self.backend)
+        from ._testing import run_case
+
+        run_case(self.case, self.backend)
 
     def repr_failure(
         self,
@@ -256,38 +256,6 @@ class ContractItem(pytest.Item):
     def reportinfo(self) -> tuple[str, int | None, str]:
         """Where the case function is, and the implementation and case the item runs."""
         return (*_where(self.function), f"{self.case.implementation}::{self.name}")
-
-
-def _run(case: ContractCase[Any], backend: Backend) -> None:
-    """
-    Run a case on a loop of its own; a failure's traceback starts at the code under
-    test or the contract, not in the event loop and the runner around them.
-    """
-    __tracebackhide__ = True
-    try:
-        case.run_sync(backend=backend)
-    except Exception as error:
-        host = _host_paths()
-        first = error.__traceback__
-        while first is not None and first.tb_next is not None and _is_host(first, host):
-            first = first.tb_next
-        raise error.with_traceback(first)  # noqa: B904  # the same error, its frames trimmed
-
-
-def _is_host(entry: TracebackType, host: list[Path]) -> bool:
-    path = Path(entry.tb_frame.f_code.co_filename)
-    return any(path == place or place in path.parents for place in host)
-
-
-def _host_paths() -> list[Path]:
-    """What runs a case around the code under test: pytest, the event loops, the runner."""
-    here = Path(__file__).parent
-    folders = [Path(inspect.getfile(pytest.Item)).parent]  # _pytest
-    for name in ("pytest", "pluggy", "anyio", "asyncio", "trio", "outcome"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            folders.append(Path(inspect.getfile(module)).parent)
-    return [*folders, here / "_runner.py", here / "_scope.py", Path(__file__)]
 
 
 def _where(function: object) -> tuple[str, int | None]:
@@ -330,6 +298,7 @@ def contract_test(
     """
     from . import FeatureImplementation, contract_cases
     from ._runner import check_backend
+    from ._testing import run_case
 
     chosen = [check_backend(backend) for backend in dict.fromkeys(backends)]
     if not chosen:
@@ -352,7 +321,7 @@ def contract_test(
     @pytest.mark.parametrize(("case", "backend"), params)
     def test(case: ContractCase[_API], backend: Backend) -> None:
         __tracebackhide__ = True
-        _run(case, backend)
+        run_case(case, backend)
 
     # Reported (a skip's location, say) at the line of the test file that called,
     # not here; its own frame is hidden from tracebacks.
