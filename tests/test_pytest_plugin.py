@@ -447,6 +447,15 @@ class TestMistakes:
         )
 
 
+class TestTheRunningPage:
+    def test_shows_the_example_file_that_is_run(self) -> None:
+        """docs/running.md shows pytest_loop.py whole: the file that tests/test_docs.py runs."""
+        root = Path(__file__).resolve().parent.parent
+        page = (root / "docs" / "running.md").read_text(encoding="utf-8")
+        source = (root / "docs" / "examples" / "pytest_loop.py").read_text(encoding="utf-8")
+        assert f"```python\n{source}```\n" in page
+
+
 class TestContractTest:
     def test_one_call_parametrizes_a_test(self, pytester: pytest.Pytester, contract: Path) -> None:
         """contract_test() returns a test of every case on each backend, with the plugin or not."""

@@ -190,6 +190,15 @@ class TestRuns:
         assert "Ran 1 test in " in one.stderr
 
 
+class TestTheRunningPage:
+    def test_shows_the_example_file_that_is_run(self) -> None:
+        """docs/running.md shows unittest_loop.py whole: the file that tests/test_docs.py runs."""
+        root = Path(__file__).resolve().parent.parent
+        page = (root / "docs" / "running.md").read_text(encoding="utf-8")
+        source = (root / "docs" / "examples" / "unittest_loop.py").read_text(encoding="utf-8")
+        assert f"```python\n{source}```\n" in page
+
+
 class TestMistakes:
     def test_two_implementations_of_one_name(self) -> None:
         """Two implementations that would make the same methods are refused, naming both."""
