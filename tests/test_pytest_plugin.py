@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -495,3 +496,26 @@ class TestContractTest:
             pytest_plugin.contract_test([], suite, backends=["curio"])  # type: ignore[list-item]
         with pytest.raises(ValueError, match="at least one backend"):
             pytest_plugin.contract_test([], suite, backends=[])
+
+
+class TestThisProject:
+    def test_the_docs_contract_runs_under_the_projects_configuration(self) -> None:
+        """From the root, under pyproject.toml's strict settings, the docs' contract runs, -n 2."""
+        root = Path(__file__).resolve().parent.parent
+        environment = {
+            name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")
+        }
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ among the docs
+        run = subprocess.run(
+            [
+                sys.executable, "-m", "pytest", "docs/examples/text_contract.py",
+                "--conformkit", "docs/examples/text_contract.py", "--conformkit-backend", "asyncio",
+                "--conformkit-backend", "trio", "-n", "2", "-p", "no:cacheprovider", "-q", "-rs",
+            ],
+            cwd=root, env=environment, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout + run.stderr
+        lines = run.stdout.splitlines()
+        skipped = "SKIPPED [2] docs/examples/text_contract.py: an append-only log cannot delete"
+        assert skipped in lines
+        assert lines[-1].startswith("10 passed, 2 skipped in ")
