@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -134,13 +135,13 @@ def contract(pytester: pytest.Pytester) -> Path:
     return pytester.makepyfile(contract=CONTRACT)
 
 
-def outcomes(result: pytest.RunResult) -> dict[str, str]:
-    """Each item's node ID and its outcome, from `-rA`-style verbose lines."""
+def outcomes(result: pytest.RunResult, feature: str = "example.store") -> dict[str, str]:
+    """Each item's node ID and its outcome, from the lines of a verbose run."""
     found = {}
     for line in result.outlines:
         for outcome in ("PASSED", "FAILED", "SKIPPED", "ERROR"):
-            node, _, rest = line.partition(f" {outcome}")
-            if rest is not None and _ and node.startswith("example.store::"):
+            node, separator, _ = line.partition(f" {outcome}")
+            if separator and node.startswith(f"{feature}::"):
                 found[node] = outcome
     return found
 
@@ -266,6 +267,48 @@ class TestItems:
             for case in CASES
             if f"example.store::{implementation}::{case}" not in SKIPPED
         )
+
+    def test_hostile_code_fails_its_items_alone(self, pytester: pytest.Pytester) -> None:
+        """Code that overruns its deadline or calls sys.exit(0) fails its items, and only those."""
+        pytester.makepyfile(
+            hostile="""
+            import anyio
+            import conformkit as ck
+
+            feature = ck.Feature("example.hostile", cases=("one", "two"))
+            suite = ck.ContractSuite(feature, {"one": lambda api: None, "two": lambda api: None})
+
+            class Hangs(ck.FeatureImplementation):
+                feature = feature
+                coverage = feature.coverage()
+                timeout = 0.2
+
+                async def create(self, scope):
+                    await anyio.sleep_forever()
+
+            def exits():
+                raise SystemExit(0)
+
+            implementations = (
+                Hangs(),
+                feature.implementation(exits, name="Exits"),
+                feature.implementation(dict, name="Fine"),
+            )
+            """
+        )
+        result = pytester.runpytest(
+            "--conformkit", "hostile.py", "-p", "no:cacheprovider", "-v", "--tb=line"
+        )
+        result.assert_outcomes(passed=2, failed=4)
+        assert outcomes(result, "example.hostile") == {
+            f"example.hostile::{name}::{case}[asyncio]": "PASSED" if name == "Fine" else "FAILED"
+            for name in ("Hangs", "Exits", "Fine")
+            for case in ("one", "two")
+        }
+        result.stdout.fnmatch_lines(
+            ["*TimeoutError: feature 'example.hostile', case 'one': stage 'create' exceeded*"]
+        )
+        result.stdout.fnmatch_lines(["*SystemExit: 0"])
 
     def test_bare_asserts_get_pytests_introspection(
         self, pytester: pytest.Pytester, contract: Path
@@ -414,6 +457,20 @@ class TestMistakes:
         result = pytester.runpytest("--conformkit", "absent.py", "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.INTERRUPTED
         result.stdout.fnmatch_lines(["conformkit: target 'absent.py': no such file"])
+
+    def test_no_entry_points_is_a_one_line_collection_error(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--conformkit-installed with nothing installed in the group says so, naming the option."""
+        monkeypatch.setattr(importlib.metadata, "entry_points", lambda **_: [])
+        result = pytester.runpytest("--conformkit-installed", "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(
+            [
+                "conformkit: --conformkit-installed: no installed distribution publishes entry "
+                "points in the group 'conformkit.contracts'"
+            ]
+        )
 
     def test_a_definition_error_is_one_line(self, pytester: pytest.Pytester) -> None:
         """A suite missing a case is named at collection, without a traceback through conformkit."""

@@ -146,6 +146,26 @@ class TestRuns:
             "AssertionError: read back None",
         ]
 
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_sys_exit_in_the_code_under_test_fails_its_test_alone(self, backend: Backend) -> None:
+        """A case whose code calls sys.exit(0) is an error of its own; the other tests still run."""
+
+        def exits() -> Store:
+            raise SystemExit(0)
+
+        test_case = ck.contract_test_case(
+            [store.implementation(exits, name="Exits"), implementations[0]], suite, backend=backend
+        )
+        result = run(test_case)
+        assert result.testsRun == 6
+        assert sorted(test.id().rpartition(".")[2] for test, _ in result.errors) == [
+            "test_Exits_debug_off",
+            "test_Exits_missing",
+            "test_Exits_read_your_writes",
+        ]
+        assert all("SystemExit: 0" in text for _, text in result.errors)
+        assert result.failures == []
+
     def test_asyncio_debug_mode_is_off(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """The cases run with asyncio's debug mode off, even when the environment asks for it."""
         monkeypatch.setenv("PYTHONASYNCIODEBUG", "1")

@@ -147,7 +147,9 @@ def run_case(
             runner.get_loop().run_until_complete(case.run())
         else:
             case.run_sync(backend=backend)
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit from the code under test fails its test too
         host = _host_paths()
         first = error.__traceback__
         while first is not None and first.tb_next is not None and _is_host(first, host):

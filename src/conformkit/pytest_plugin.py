@@ -163,6 +163,7 @@ class Contracts(pytest.Collector):
         self.request = request
 
     def collect(self) -> list[ImplementationContract]:
+        from ._exceptions import UsageError
         from .cli._collect import ENTRY_POINT_GROUP, collect, target_module
 
         # Bare asserts in contract modules get pytest's introspection, as in test
@@ -171,9 +172,13 @@ class Contracts(pytest.Collector):
         if self.request.installed:
             import importlib.metadata
 
-            names += [
-                entry.module for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-            ]
+            entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+            if not entry_points:
+                raise UsageError(
+                    f"--conformkit-installed: no installed distribution publishes entry points "
+                    f"in the group {ENTRY_POINT_GROUP!r}"
+                )
+            names += [entry.module for entry in entry_points]
         fresh = sorted({name for name in names if name is not None and name not in sys.modules})
         if fresh:
             pytest.register_assert_rewrite(*fresh)
