@@ -543,7 +543,7 @@ class TestContractTest:
             result.stdout.fnmatch_lines(["SKIPPED [[]2[]] test_store.py:4: no deletes"])
 
     def test_a_single_implementation(self) -> None:
-        """One implementation is enough; an unknown backend is refused at once."""
+        """One implementation is enough; none, or an unknown backend, is refused at once."""
         feature = ck.Feature[dict[str, str]]("plugin.single", cases=("empty",))
         suite = ck.ContractSuite(feature, {"empty": lambda api: None})
         test = pytest_plugin.contract_test(feature.implementation(dict, name="Dict"), suite)
@@ -553,6 +553,8 @@ class TestContractTest:
             pytest_plugin.contract_test([], suite, backends=["curio"])  # type: ignore[list-item]
         with pytest.raises(ValueError, match="at least one backend"):
             pytest_plugin.contract_test([], suite, backends=[])
+        with pytest.raises(ck.ContractDefinitionError, match="got no implementation of 'plugin"):
+            pytest_plugin.contract_test([], suite)
 
 
 class TestThisProject:

@@ -301,7 +301,7 @@ def contract_test(
 
     :raises ContractDefinitionError: as :func:`conformkit.contract_cases` would.
     """
-    from . import FeatureImplementation, contract_cases
+    from . import ContractDefinitionError, FeatureImplementation, contract_cases
     from ._runner import check_backend
     from ._testing import run_case
 
@@ -322,6 +322,10 @@ def contract_test(
         for backend in chosen
         for reason in [getattr(case.coverage, "reason", None)]
     ]
+    if not params:
+        raise ContractDefinitionError(
+            f"contract_test() got no implementation of {suite.feature.id!r}"
+        )
 
     @pytest.mark.parametrize(("case", "backend"), params)
     def test(case: ContractCase[_API], backend: Backend) -> None:
