@@ -130,8 +130,10 @@ def node_ids(backends: tuple[str, ...] = ("asyncio",)) -> list[str]:
 
 
 @pytest.fixture
-def contract(pytester: pytest.Pytester) -> Path:
+def contract(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The contract above, as contract.py in the run's folder."""
+    # The runs here are not xdist workers, even when this test runs on one.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     return pytester.makepyfile(contract=CONTRACT)
 
 
