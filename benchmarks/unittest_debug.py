@@ -2,11 +2,13 @@
 What asyncio's debug mode costs a unittest loop over ``contract_cases``.
 
 ``unittest.IsolatedAsyncioTestCase`` runs every test with asyncio's debug mode
-on (``asyncio.Runner(debug=True)``). The same trivial cases run four ways,
+on (``asyncio.Runner(debug=True)``). The same trivial cases run five ways,
 interleaved round after round: ``await case.run()`` in an
 ``IsolatedAsyncioTestCase`` as it is; the same with debug mode turned off in
 ``asyncSetUp``; ``case.run_sync()`` from a plain ``TestCase``, an event loop
-per case; and, for comparison, ``await case.run()`` outside unittest. Each
+per case; ``ck.contract_test_case()``, a test method per case on one event
+loop, unittest's own cost of running each test included; and, for comparison,
+``await case.run()`` outside unittest. Each
 figure is the median over the rounds, per case.
 
     python benchmarks/unittest_debug.py [--cases 1000] [--rounds 7]
@@ -76,13 +78,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     arguments = parser.parse_args()
     size: int = arguments.cases
-    cases = ck.contract_cases(*build(size, feature_id="unittest"))
+    built = build(size, feature_id="unittest")
+    cases = ck.contract_cases(*built)
     DebugOn.cases = RunSync.cases = cases
+    helper = ck.contract_test_case(*built, name="Helper")
     plain: list[float] = []
+    generated: list[float] = []
     for _ in range(arguments.rounds):  # interleaved, so drift hits all alike
         run_test(DebugOn)
         run_test(DebugOff)
         run_test(RunSync)
+        started = time.perf_counter()
+        run_test(helper)  # unittest's own cost of a test per case included
+        generated.append(time.perf_counter() - started)
         started = time.perf_counter()
         anyio.run(case_loop, cases)
         plain.append(time.perf_counter() - started)
@@ -90,6 +98,7 @@ def main() -> None:
         "IsolatedAsyncioTestCase, await case.run()": DebugOn.elapsed,
         "the same, debug mode off in asyncSetUp": DebugOff.elapsed,
         "TestCase, case.run_sync()": RunSync.elapsed,
+        "ck.contract_test_case(), a test per case": generated,
         "await case.run() outside unittest": plain,
     }
     baseline = statistics.median(DebugOff.elapsed)

@@ -213,3 +213,141 @@ class TestHostOwnsTheLifecycle:
                 return {"path": self.path}
 
         assert Configured("/tmp/x").path == "/tmp/x"
+
+
+class Store:
+    """A dict behind a feature whose cases check that each API starts empty."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+
+fresh = ck.Feature[Store]("kv.fresh", cases=("empty", "write"))
+fresh_suite = ck.ContractSuite(fresh)
+
+
+@fresh_suite.case
+def empty(api: Store) -> None:
+    assert api.values == {}
+
+
+@fresh_suite.case
+def write(api: Store) -> None:
+    api.values["k"] = "v"
+    assert api.values == {"k": "v"}
+
+
+def store_from_scope(scope: ck.FeatureScope) -> Store:
+    return Store()
+
+
+async def store_opened(scope: ck.FeatureScope) -> Store:
+    return Store()
+
+
+async def store_opened_alone() -> Store:
+    return Store()
+
+
+class AsyncFactory:
+    async def __call__(self) -> Store:
+        return Store()
+
+
+class MemoryStore(ck.FeatureImplementation[Store]):
+    feature = fresh
+    coverage = fresh.coverage(unsupported={"write": "read-only"})
+
+    def create(self, scope: ck.FeatureScope) -> Store:
+        return Store()
+
+
+FACTORIES = [Store, store_from_scope, store_opened, store_opened_alone, AsyncFactory()]
+
+
+class TestOneLineImplementations:
+    @pytest.mark.parametrize(
+        "factory",
+        [*FACTORIES, lambda: Store()],
+        ids=["class", "sync-scope", "async-scope", "async-alone", "async-call", "lambda"],
+    )
+    @pytest.mark.anyio
+    async def test_any_factory_runs_as_the_class_would(self, factory: Any) -> None:
+        """Sync or async, with the scope or nothing: every case gets a fresh API and passes."""
+        implementation = fresh.implementation(factory, name="MemoryStore")
+        report = await ck.run_contract(implementation, fresh_suite)
+        assert report.implementation == "MemoryStore"
+        assert [result.status for result in report.results] == [ck.CaseStatus.PASSED] * 2
+
+    def test_reports_name_it_as_the_class_of_that_name(self) -> None:
+        """The report of a one-line implementation equals the report of the class it stands for."""
+        one_line = fresh.implementation(
+            Store, name="MemoryStore", coverage=fresh.coverage(unsupported={"write": "read-only"})
+        )
+        by_class = ck.run_contract_sync(MemoryStore(), fresh_suite).to_dict()
+        by_factory = ck.run_contract_sync(one_line, fresh_suite).to_dict()
+        for report in (by_class, by_factory):
+            for result in report["results"]:
+                result.pop("duration")
+        assert by_factory == by_class
+        assert [case.id for case in ck.contract_cases(one_line, fresh_suite)] == ["empty", "write"]
+
+    @pytest.mark.anyio
+    async def test_the_scope_it_is_given_runs_its_cleanups(self) -> None:
+        """A factory that takes the scope registers cleanups that run after each case."""
+        closed: list[str] = []
+
+        def opened(scope: ck.FeatureScope) -> Store:
+            scope.defer(lambda: closed.append("closed"))
+            return Store()
+
+        await ck.run_contract(fresh.implementation(opened, name="Opened"), fresh_suite)
+        assert closed == ["closed", "closed"]
+
+    def test_it_is_defined_where_it_is_called(self) -> None:
+        """Its class belongs to the calling module, as a class written there would."""
+        implementation = fresh.implementation(Store, name="Outer.MemoryStore")
+        assert type(implementation).__module__ == __name__
+        assert type(implementation).__qualname__ == "Outer.MemoryStore"
+        assert isinstance(implementation, ck.FeatureImplementation)
+        assert repr(implementation) == "<Outer.MemoryStore implementing 'kv.fresh'>"
+
+    def test_keeps_the_class_paths_checks(self) -> None:
+        """Coverage and claims are checked as the class attributes are, with the same message."""
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"^Partial\.coverage does not declare case\(s\) 'write' of feature 'kv.fresh'",
+        ):
+            fresh.implementation(Store, name="Partial", coverage={"empty": ck.Supported()})
+        with pytest.raises(ck.ContractDefinitionError, match=r"^Claims\.claims names family 'x'"):
+            fresh.implementation(Store, name="Claims", claims={"x": ()})
+
+    @pytest.mark.parametrize(
+        ("factory", "name", "message"),
+        [
+            (Store, "two words", r"needs a name=.*got 'two words'"),
+            (Store, "", r"needs a name=.*got ''"),
+            ({}, "Dict", r"^Dict: implementation\(\) takes a factory .*got \{\}"),
+            (lambda scope, extra: Store(), "Two", r"take the scope or nothing.*\(scope, extra\)"),
+        ],
+        ids=["spaced-name", "empty-name", "not-callable", "two-arguments"],
+    )
+    def test_rejects_what_cannot_be_an_implementation(
+        self, factory: Any, name: str, message: str
+    ) -> None:
+        """A bad name, a non-callable or a factory that needs two arguments is named at once."""
+        with pytest.raises(ck.ContractDefinitionError, match=message):
+            fresh.implementation(factory, name=name)
+
+    def test_rejects_a_factory_that_yields(self) -> None:
+        """A generator is not a factory, sync or async: cleanups go through scope.defer()."""
+
+        def fixture() -> Iterator[Store]:
+            yield Store()
+
+        async def async_fixture() -> AsyncIterator[Store]:
+            yield Store()
+
+        for factory in (fixture, async_fixture):
+            with pytest.raises(ck.ContractDefinitionError, match="must return the API, not yield"):
+                fresh.implementation(factory, name="Fixture")  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import conformkit as ck
 from conformkit import _util, laws
+from conformkit.cli import _collect
 
 CLI = Path(ck.__file__).parent / "cli"
 
@@ -99,9 +100,8 @@ class TestPublicNames:
         assert output.stdout.strip() == "[]"
 
 
-def _imported_names(path: Path) -> list[tuple[str, str, int]]:
-    """(module, name, line) for each name a module of the cli package imports."""
-    package = "conformkit.cli"
+def _imported_names(path: Path, package: str = "conformkit.cli") -> list[tuple[str, str, int]]:
+    """(module, name, line) for each name a module of ``package`` imports."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.ImportFrom):
@@ -132,6 +132,24 @@ class TestCommandLineBoundary:
                     public | MEANT_FOR_THE_CLI.get(module, set())
                 ):
                     offences.append(f"{where}: {name} is not meant for the command line")
+        assert offences == []
+
+    def test_the_pytest_plugin_uses_only_names_meant_for_it(self) -> None:
+        """The plugin reaches the core as the command line does, and collects through it."""
+        meant = {
+            **MEANT_FOR_THE_CLI,
+            "conformkit._runner": {"Backend", "check_backend"},
+            "conformkit._testing": {"run_case"},
+            "conformkit.cli._collect": {
+                name for name in vars(_collect) if not name.startswith("_")
+            },
+        }
+        offences = []
+        plugin = CLI.parent / "pytest_plugin.py"
+        for module, name, line in _imported_names(plugin, "conformkit"):
+            private = any(part.startswith("_") for part in module.split(".")[1:])
+            if module.startswith("conformkit") and private and name not in meant.get(module, ()):
+                offences.append(f"pytest_plugin.py:{line}: {module}.{name}")
         assert offences == []
 
     def test_the_rule_sees_relative_imports(self) -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._skip import CaseUnsupported as CaseUnsupported
     from ._stub import Stub as Stub
     from ._suite import ContractSuite as ContractSuite
+    from ._testing import contract_test_case as contract_test_case
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -59,6 +60,7 @@ __all__ = [
     "assert_contract",
     "audit_suites",
     "contract_cases",
+    "contract_test_case",
     "open_feature",
     "run_contract",
     "run_contract_sync",
@@ -89,6 +91,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_skip": ("CaseUnsupported",),
     "_stub": ("Stub",),
     "_suite": ("ContractSuite",),
+    "_testing": ("contract_test_case",),
 }
 _SOURCES: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import re
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, NamedTuple, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, Generic, NamedTuple, TypeAlias, final
 
 from typing_extensions import TypeVar
 
 from ._exceptions import ContractDefinitionError
+
+if TYPE_CHECKING:
+    from ._implementation import FeatureImplementation
+    from ._scope import FeatureScope
 
 API = TypeVar("API")
 CaseName = TypeVar("CaseName", bound=str, default=str)
@@ -444,6 +448,48 @@ class Feature(Generic[API, CaseName]):
         built: dict[str, Coverage] = dict.fromkeys(every_name, Supported())
         built.update(declared)
         return built  # type: ignore[return-value]  # member IDs are not in a Literal
+
+    def implementation(
+        self,
+        create: Callable[[FeatureScope], API | Awaitable[API]] | Callable[[], API | Awaitable[API]],
+        *,
+        name: str,
+        coverage: Mapping[CaseName, Coverage] | None = None,
+        claims: Mapping[str, Collection[str]] | None = None,
+    ) -> FeatureImplementation[API, CaseName]:
+        """
+        Build an implementation of this feature from a factory, in one line.
+
+        ``text.implementation(MemoryTextAPI, name="MemoryText")`` is the same as a
+        :class:`FeatureImplementation` subclass named ``MemoryText`` whose
+        ``create`` returns ``MemoryTextAPI()``: the same checks when it is built,
+        and the same name in reports. The factory may be sync or ``async``; one
+        that can be called without arguments is, otherwise it gets the
+        :class:`FeatureScope`, to register cleanups with ``scope.defer``. An
+        implementation with a deadline of its own (``timeout``) is a class.
+
+        :param create: returns a freshly prepared API at each call.
+        :param name: the implementation's name in reports, as a class name would be.
+        :param coverage: as the class attribute; every case supported by default.
+        :param claims: as the class attribute; every family parameter by default.
+        :raises ContractDefinitionError: for a factory that is not callable, that
+            yields, or that takes more than the scope; a bad name; and what the
+            class path rejects.
+        """
+        import sys
+
+        from ._implementation import implementation_from_factory
+
+        # The module that called, as for a class defined there (namedtuple does the same).
+        module = sys._getframe(1).f_globals.get("__name__", "conformkit")
+        return implementation_from_factory(
+            self,
+            create,
+            name=name,
+            coverage=self.coverage() if coverage is None else coverage,
+            claims=claims,
+            module=module,
+        )
 
     def _check_claims(self, claims: object, owner: str) -> dict[str, tuple[str, ...]]:
         """Return the claimed parameters of each family, every one by default."""

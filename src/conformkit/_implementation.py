@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, final
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Coverage, Feature
-from ._util import check_timeout
+from ._util import callable_name, check_timeout
 
 if TYPE_CHECKING:
     from ._scope import FeatureScope
@@ -185,6 +185,93 @@ def _undeclared(cls: type, name: str, value: object) -> str:
         else "each case Supported() or Unsupported(reason)"
     )
     return f"{cls.__qualname__} does not set the class attribute {name!r} ({what}){hint}"
+
+
+def implementation_from_factory(
+    feature: Feature[API, CaseName],
+    create: Callable[..., API | Awaitable[API]],
+    *,
+    name: str,
+    coverage: Mapping[CaseName, Coverage],
+    claims: Mapping[str, Collection[str]] | None,
+    module: str,
+) -> FeatureImplementation[API, CaseName]:
+    """
+    What :meth:`Feature.implementation` builds: an instance of a subclass named
+    ``name``, defined in ``module``, whose ``create`` calls the factory.
+    """
+    if (
+        not isinstance(name, str)
+        or not name
+        or not all(part.isidentifier() for part in name.split("."))
+    ):
+        raise ContractDefinitionError(
+            f"implementation() needs a name=, as a class would have: an identifier "
+            f"like 'MemoryText', got {name!r}"
+        )
+    if not callable(create):
+        raise ContractDefinitionError(
+            f"{name}: implementation() takes a factory that returns the API, got {create!r}"
+        )
+    factory = callable_name(create)
+    if inspect.isgeneratorfunction(create) or inspect.isasyncgenfunction(create):
+        raise ContractDefinitionError(
+            f"{name}: the factory {factory}() must return the API, not yield it; "
+            f"take the scope and register cleanups with scope.defer()"
+        )
+    takes_scope = _takes_scope(create, f"{name}: the factory {factory}")
+    is_async = inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(
+        getattr(create, "__call__", None)  # noqa: B004  # an object whose __call__ is async
+    )
+    namespace: dict[str, Any] = {
+        "__module__": module,
+        "__qualname__": name,
+        "__doc__": f"An implementation of {feature.id!r} that {factory}() creates.",
+        "feature": feature,
+        "coverage": coverage,
+        "claims": claims,
+    }
+    if is_async:
+
+        async def create_async(self: Any, scope: FeatureScope) -> Any:
+            return await (create(scope) if takes_scope else create())  # type: ignore[misc]
+
+        namespace["create"] = create_async
+    else:
+
+        def create_sync(self: Any, scope: FeatureScope) -> Any:
+            return create(scope) if takes_scope else create()
+
+        namespace["create"] = create_sync
+    cls = type(name.rpartition(".")[2], (FeatureImplementation,), namespace)
+    instance: FeatureImplementation[API, CaseName] = cls()
+    return instance
+
+
+def _takes_scope(create: Callable[..., object], what: str) -> bool:
+    """
+    Whether a factory is called with the scope: not when it can be called without
+    arguments, nor when it has no signature to inspect (a builtin type).
+
+    :raises ContractDefinitionError: for a factory that needs more than one argument.
+    """
+    try:
+        signature = inspect.signature(create)
+    except (TypeError, ValueError):
+        return False
+    try:
+        signature.bind()
+    except TypeError:
+        pass
+    else:
+        return False
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise ContractDefinitionError(
+            f"{what} must take the scope or nothing, but its signature is {signature}"
+        ) from None
+    return True
 
 
 # Shown as conformkit.Name, like every export, whichever way it was first imported.

@@ -209,6 +209,19 @@ def target_file(target: str) -> str | None:
     return spec if _is_file(spec) else None
 
 
+def target_module(target: str) -> str | None:
+    """
+    The name of the module a target imports, without importing it: ``pkg.contracts``
+    for ``pkg.contracts:suite`` or for ``pkg/contracts.py`` in a package; ``None`` for
+    a file whose name is not a module name, and for what is not a target at all.
+    """
+    spec, _ = _split_target(target)
+    if _is_file(spec):
+        path = Path(spec)
+        return _file_module(path.resolve())[0] if path.suffix == ".py" else None
+    return spec if _is_dotted(spec) else None
+
+
 def _split_target(target: str) -> tuple[str, str | None]:
     """A target's module or file, and the attribute after its colon, if any."""
     head, colon, tail = target.rpartition(":")
@@ -281,14 +294,9 @@ def _import_file(shown: str) -> types.ModuleType:
     if path.suffix != ".py":
         raise UsageError(f"target {shown!r} is not a Python file (.py)")
     path = path.resolve()
-    parts = [] if path.stem == "__init__" else [path.stem]
-    root = path.parent
-    while (root / "__init__.py").is_file():
-        parts.insert(0, root.name)
-        root = root.parent
-    if not parts or not all(part.isidentifier() for part in parts):
+    name, root = _file_module(path)
+    if name is None:
         return _import_loose_file(path, shown)
-    name = ".".join(parts)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     module = _import_module(name, shown)
@@ -299,6 +307,21 @@ def _import_file(shown: str) -> types.ModuleType:
             f"{file or module!r}; rename the file, or name the module instead of the file"
         )
     return module
+
+
+def _file_module(path: Path) -> tuple[str | None, Path]:
+    """
+    The dotted name a resolved file imports as, and the folder above its top
+    package; no name when a part of it is not an identifier.
+    """
+    parts = [] if path.stem == "__init__" else [path.stem]
+    root = path.parent
+    while (root / "__init__.py").is_file():
+        parts.insert(0, root.name)
+        root = root.parent
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None, root
+    return ".".join(parts), root
 
 
 def _import_loose_file(path: Path, shown: str) -> types.ModuleType:
