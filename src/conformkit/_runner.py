@@ -23,7 +23,7 @@ from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
 from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
-from ._scope import FeatureScope
+from ._scope import OWN_TASKS, FeatureScope, OwnTasks
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._watchdog import (
     StageStuck,
@@ -112,13 +112,15 @@ class _Lane(Watch):
     the run's one watchdog (:func:`_watch`) cancels the lane's scope if that
     stage is still running then. A run of one case, ``ContractCase.run()``, has
     no watchdog, whose task would cost more than the case itself: its lane's
-    cancel scope carries the deadline.
+    cancel scope carries the deadline, set on it only when the stage first
+    waits (:func:`interruptible` calls :meth:`wait`). A stage that never waits
+    cannot be cancelled, and needs no timer; its overrun shows when it returns.
 
     A lane is also a :class:`Watch`: the last-resort watchdog thread sees a stage
     that the event loop could not stop, and interrupts it.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "watched")
+    __slots__ = ("cancel_scope", "deadline", "fired", "stopped", "waits_for", "watched")
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
@@ -127,6 +129,10 @@ class _Lane(Watch):
         self.watched = watched
         self.deadline: float | None = None  # of the running stage, when watched
         self.fired = False  # the watchdog cancelled the scope
+        self.stopped = False  # Ctrl-C cancelled the scope (a run of one case)
+        # The running stage's deadline, until the stage first waits and the
+        # lane's scope gets it; None when the scope has it, or when watched.
+        self.waits_for: float | None = None
 
     def arm(self, timeout: float, stage: str) -> None:
         """Start a stage: it must end within ``timeout`` seconds from now."""
@@ -138,7 +144,7 @@ class _Lane(Watch):
         if self.watched:
             self.deadline = due
         else:
-            self.cancel_scope.deadline = anyio.current_time() + timeout
+            self.waits_for = due
 
     def next_stage(self, timeout: float, stage: str) -> None:
         """
@@ -157,7 +163,27 @@ class _Lane(Watch):
         if self.watched:
             self.deadline = due
         else:
-            self.cancel_scope.deadline = anyio.current_time() + timeout
+            self.waits_for = due
+
+    def wait(self) -> None:
+        """
+        The stage waits for the first time: give the lane's scope its deadline,
+        and the watchdog thread the means to wake the task where no cancellation
+        reaches it (made now: a stage that never waits never needs it).
+        """
+        due = self.waits_for
+        if due is not None:
+            self.waits_for = None
+            self.cancel_scope.deadline = anyio.current_time() + (due - monotonic())
+            if self.wake is None:
+                self.wake = _waker()
+
+    def stop(self) -> None:
+        """Ctrl-C, in a run of one case: cancel the lane's scope, which is no overrun."""
+        self.stopped = True
+        cancel_scope = getattr(self, "cancel_scope", None)
+        if cancel_scope is not None:
+            cancel_scope.cancel()
 
     def disarm(self) -> bool:
         """
@@ -173,7 +199,8 @@ class _Lane(Watch):
         if self.watched:
             self.deadline = None
             return self.fired
-        return self.cancel_scope.cancel_called
+        self.waits_for = None
+        return self.cancel_scope.cancel_called and not self.stopped
 
     def overrun(self, error: BaseException | None, timeout: float, cancelled: bool) -> str:
         """
@@ -312,7 +339,18 @@ def _api_type(feature: object) -> object:
 class Execution(Generic[API]):
     """The state of one run: results so far, the task group, an interrupt to re-raise."""
 
-    __slots__ = ("called", "case_ids", "interrupt", "plan", "results", "spawner", "stragglers")
+    __slots__ = (
+        "called",
+        "case_ids",
+        "interrupt",
+        "plan",
+        "results",
+        "spawner",
+        "stopper",
+        "stragglers",
+    )
+
+    spawner: TaskGroup | OwnTasks  # what starts the scopes' background work
 
     def __init__(self, plan: RunPlan[API], case_ids: tuple[str, ...]) -> None:
         self.plan = plan
@@ -323,6 +361,8 @@ class Execution(Generic[API]):
         # Scopes whose background work outlived its join: its later failures go
         # into the report.
         self.stragglers: list[FeatureScope] = []
+        # The lane that Ctrl-C stops, in a run of one case; else the task group's scope.
+        self.stopper: _Lane | None = None
 
     def late_errors(self) -> list[BaseException]:
         """Failures of background work that ended after its case was judged."""
@@ -423,37 +463,66 @@ class Execution(Generic[API]):
                 for lane in lanes:
                     lane.__enter__()  # watched by the last-resort thread from now on
                     lane.interrupt = None if signals is None else signals.interrupt
-            async with anyio.create_task_group() as task_group:
-                self.spawner = task_group
-                if watched and timeout is not None:
-                    task_group.start_soon(_watch, lanes, timeout)
-                if len(lanes) == 1:
-                    if timeout is None:
-                        await self._take_cases(lanes[0], queue, task_group)
-                    else:
+            if not watched:
+                await self._run_alone(lanes[0], queue)
+            else:
+                async with anyio.create_task_group() as task_group:
+                    self.spawner = task_group
+                    if timeout is not None:
+                        task_group.start_soon(_watch, lanes, timeout)
+                    if len(lanes) == 1:
                         await self._work(lanes[0], queue, task_group)
-                else:
-                    async with anyio.create_task_group() as workers:
-                        for lane in lanes:
-                            workers.start_soon(self._work, lane, queue, task_group)
-                if (watched and timeout is not None) or self.stragglers:
-                    # Stop the watchdog, and background work that outlived its join.
-                    # Only then: a cancellation costs more than a case.
-                    task_group.cancel_scope.cancel()
+                    else:
+                        async with anyio.create_task_group() as workers:
+                            for lane in lanes:
+                                workers.start_soon(self._work, lane, queue, task_group)
+                    if timeout is not None or self.stragglers:
+                        # Stop the watchdog, and background work that outlived its join.
+                        # Only then: a cancellation costs more than a case.
+                        task_group.cancel_scope.cancel()
         finally:
             if timeout is not None:
                 for lane in lanes:
                     lane.__exit__()
             if signals is not None:
                 signals.restore()
+            for lane in lanes:
+                # Let go of what refers back to the lane or to the run: cycles
+                # that only the garbage collector would break, which it does
+                # at a cost that grows with everything else alive.
+                lane.interrupt = lane.wake = lane.frame = lane.coroutine = None
+            self.stopper = None
         if self.interrupt is not None:
             raise self.interrupt
+
+    async def _run_alone(self, lane: _Lane, queue: Iterator[tuple[int, str]]) -> None:
+        """
+        Run one case with no task group: opening and closing one costs several
+        times what a trivial case does, and ``ContractCase.run()`` runs one case
+        per call. Its scope's background work, if any, runs in tasks of its own
+        (:class:`OwnTasks`), each in its own cancel scope, and cancelled and
+        joined when the scope closes, as in a task group; work that outlived
+        its join is waited for here, as a task group would.
+        """
+        self.spawner = OWN_TASKS
+        self.stopper = lane
+        await self._work(lane, queue, None)
+        if self.stragglers:
+            with anyio.CancelScope(shield=True):
+                for scope in self.stragglers:
+                    background = scope._background
+                    if background is not None and background.done is not None:
+                        await background.done.wait()
 
     def stop(self) -> None:
         """Stop the run for Ctrl-C: cancel the cases in flight, then raise KeyboardInterrupt."""
         if self.interrupt is None:
             self.interrupt = KeyboardInterrupt()
-        self.spawner.cancel_scope.cancel()
+        spawner = self.spawner
+        if self.stopper is not None:
+            self.stopper.stop()
+        elif not isinstance(spawner, OwnTasks):  # else the run of one case has ended
+            spawner.cancel_scope.cancel()
 
     def _note(self, case_id: str, errors: Iterable[BaseException | None]) -> None:
         """Keep the failures seen while the run stops in the notes of its interrupt."""
@@ -472,7 +541,7 @@ class Execution(Generic[API]):
         self,
         lane: _Lane,
         queue: Iterator[tuple[int, str]],
-        task_group: TaskGroup,
+        task_group: TaskGroup | None,
     ) -> None:
         if lane.timeout is None:
             await self._take_cases(lane, queue, task_group)
@@ -480,15 +549,19 @@ class Execution(Generic[API]):
         # Under deadlines, the lane's stages can be interrupted from outside:
         # a stage that ignores its cancellation gets StageStuck thrown in instead.
         lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
-        lane.wake = _waker()
-        await interruptible(coroutine, lane)
+        if lane.watched:
+            lane.wake = _waker()  # else made when a stage first waits: see _Lane.wait()
+            await interruptible(coroutine, lane)
+        else:
+            await interruptible(coroutine, lane, waits=True)
 
     async def _take_cases(
         self,
         lane: _Lane,
         queue: Iterator[tuple[int, str]],
-        task_group: TaskGroup,
+        task_group: TaskGroup | None,
     ) -> None:
+        """Run cases from the queue until it is empty; ``task_group`` holds the other lanes."""
         try:
             while True:
                 # A fresh cancel scope for each stretch of cases: a deadline cancels
@@ -507,7 +580,8 @@ class Execution(Generic[API]):
             # and let run() re-raise it, unwrapped, once everything is cleaned up.
             if self.interrupt is None:
                 self.interrupt = exc
-            task_group.cancel_scope.cancel()
+            if task_group is not None:
+                task_group.cancel_scope.cancel()
 
     async def _stretch(self, lane: _Lane, queue: Iterator[tuple[int, str]]) -> bool:
         """
@@ -744,7 +818,9 @@ class _Signals:
         self.execution = execution
         self.pending: tuple[Watch, float] | None = None
         self.pressed = False  # Ctrl-C was pressed once
-        self.handle = self._handle  # one bound method, to know it again
+        # The one bound method installed, to know it again; let go once
+        # restored, as it makes a cycle that only the garbage collector breaks.
+        self.handle: object = _RESTORED
 
     @classmethod
     def install(cls, execution: Execution[Any]) -> _Signals | None:
@@ -755,12 +831,14 @@ class _Signals:
         if not callable(previous):
             return None
         signals = cls(previous, execution)
-        _signal.signal(_SIGINT, signals.handle)
+        signals.handle = handle = signals._handle
+        _signal.signal(_SIGINT, handle)
         return signals
 
     def restore(self) -> None:
         if _signal.getsignal(_SIGINT) is self.handle:
             _signal.signal(_SIGINT, self.previous)
+        self.handle = _RESTORED
 
     def interrupt(self, watch: Watch, stage: float) -> None:
         """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
@@ -794,6 +872,9 @@ class _Signals:
                 raise watch.stuck()
             frame = frame.f_back
 
+
+_RESTORED: Final = object()
+"""What a run's SIGINT handler is known by once the run put the previous one back."""
 
 _CallSoon = Callable[[Callable[[], object]], object]
 
@@ -1143,10 +1224,13 @@ class ContractCase(Generic[API]):
 
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
         execution = await self._plan.run((self.id,), 1)
-        report = execution.report()
-        [result], late_errors = report.results, report.cleanup_errors
-        if result.status is CaseStatus.PASSED and not late_errors:
+        result = execution.results[0]
+        if result is None:
+            execution.report()  # raises, saying the result was lost
+            raise AssertionError("unreachable")
+        if result.status is CaseStatus.PASSED and not execution.stragglers:
             return
+        late_errors = execution._released(execution.late_errors())
         errors = [
             *([result.error] if result.error is not None else []),
             *result.cleanup_errors,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import enum
 import inspect
 import math
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, TypeVarTuple, cast, final
 
@@ -73,7 +74,7 @@ class FeatureScope:
 
     def __init__(
         self,
-        spawner: TaskGroup,
+        spawner: TaskGroup | OwnTasks,
         feature_id: str,
         case_id: str | None,
         timeout: float | None,
@@ -399,6 +400,47 @@ class _Background:
                 self.timed_out.add_note(f"the work failed later: {describe_error(error)}")
         else:
             self.errors.append(error)
+
+
+@final
+class OwnTasks:
+    """
+    Starts each piece of background work as a task of its own: the spawner of a
+    run of one case, which opens no task group, as opening one costs several
+    times what a trivial case does.
+
+    Nothing is lost by it: the work runs in a cancel scope of its own, which the
+    scope's closing cancels before it waits for the work; the work never lets an
+    exception out (:meth:`FeatureScope._run_background` keeps it for the scope);
+    and the run waits for work that outlived its join before it returns.
+    """
+
+    __slots__ = ("running",)
+
+    def __init__(self) -> None:
+        # asyncio keeps only weak references to its tasks: held here until each ends.
+        self.running: set[Any] = set()
+
+    def start_soon(
+        self, function: Callable[..., Awaitable[Any]], *args: Any, name: object = None
+    ) -> None:
+        if name is None:  # as a task group names it
+            name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}"
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is not None and asyncio._get_running_loop() is not None:
+            task = asyncio.create_task(function(*args), name=str(name))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+            return
+        import trio  # on trio, then
+
+        # A system task, as trio starts no other task without a nursery; in the
+        # context of the code that started it, as a nursery's task would be.
+        trio.lowlevel.spawn_system_task(function, *args, name=name, context=copy_context())
+
+
+OWN_TASKS: Final = OwnTasks()
+"""The one :class:`OwnTasks` of the process: it keeps no state but the tasks running."""
 
 
 _UNWATCHED: Final = Watch(None)

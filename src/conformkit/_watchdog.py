@@ -242,7 +242,7 @@ class Watch(Guard):
 
 
 @types.coroutine
-def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
+def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generator[Any, Any, Any]:
     """
     Await ``awaitable``, letting ``watch.intercept`` replace each exception thrown in.
 
@@ -250,6 +250,10 @@ def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
     ``outcome.Error`` that the innermost frame unwraps. Either is intercepted. A
     step that carries no exception costs one type check. ``watch`` is anything
     with ``intercept(exc, coroutine)``.
+
+    :param waits: call ``watch.wait()`` before the awaitable waits, whenever
+        ``watch.waits_for`` is not ``None``: a deadline set only once there is
+        something to cancel.
     """
     if isinstance(awaitable, types.CoroutineType | types.GeneratorType):
         coroutine = awaitable
@@ -266,6 +270,8 @@ def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
         return stop.value
     value: Any
     while True:
+        if waits and watch.waits_for is not None:
+            watch.wait()
         try:
             value = yield yielded
         except BaseException as exc:  # thrown in by the event loop: passed on, or replaced
@@ -429,7 +435,7 @@ class _Watchdog:
             if self.sleeping:
                 self.sleeping = False
                 self.wake.set()
-            if self.thread is None or not self.thread.is_alive():
+            if self.thread is None:  # it never ends, but in a child process: see _forked()
                 self.thread = threading.Thread(
                     target=self.run, name="conformkit watchdog", daemon=True
                 )
@@ -442,6 +448,12 @@ class _Watchdog:
                 self.fired.pop(watch, None)
 
     def run(self) -> None:
+        try:
+            self._look()
+        finally:  # a stuck hook raised: the next watch added starts a new thread
+            self.thread = None
+
+    def _look(self) -> None:
         pause = threading.Event()
         idle = 0
         while True:
@@ -520,6 +532,21 @@ def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> Non
 
 _the_watchdog: _Watchdog | None = None
 _create_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In a child process, which has no watchdog thread: one is started when next needed."""
+    watchdog = _the_watchdog
+    if watchdog is not None:
+        watchdog.thread = None
+        # Another thread may have held these at the fork.
+        watchdog.lock = threading.Lock()
+        watchdog.wake = threading.Event()
+        watchdog.sleeping = False
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _watchdog() -> _Watchdog:
