@@ -108,62 +108,32 @@ class _Lane(Watch):
     One lane of a run: its cases run one after another inside its cancel scope,
     each stage (``create``, then the case) under the run's deadline.
 
-    In a run of several cases, arming a stage only records when it is due, and
-    the run's one watchdog (:func:`_watch`) cancels the lane's scope if that
-    stage is still running then. A run of one case, ``ContractCase.run()``, has
-    no watchdog, whose task would cost more than the case itself: its lane's
-    cancel scope carries the deadline, set on it only when the stage first
-    waits (:func:`interruptible` calls :meth:`wait`). A stage that never waits
-    cannot be cancelled, and needs no timer; its overrun shows when it returns.
+    Starting a stage (in :meth:`Execution._stretch`, the hot path) only records
+    when it is due: in ``due``, and in ``deadline`` until something acts on it.
+    In a run of several cases, the run's one watchdog (:func:`_watch`) cancels
+    the lane's scope if that stage is still running then. A run of one case,
+    ``ContractCase.run()``, has no watchdog, whose task would cost more than the
+    case itself: its lane's cancel scope carries the deadline, given to it only
+    when the stage first waits (:func:`interruptible` calls :meth:`wait`). A
+    stage that never waits cannot be cancelled, and needs no timer; an overrun
+    of its shows when it returns.
 
     A lane is also a :class:`Watch`: the last-resort watchdog thread sees a stage
     that the event loop could not stop, and interrupts it.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "stopped", "waits_for", "watched")
+    __slots__ = ("cancel_scope", "deadline", "fired", "stopped", "watched")
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
     def __init__(self, timeout: float | None, *, watched: bool) -> None:
         super().__init__(timeout)
         self.watched = watched
-        self.deadline: float | None = None  # of the running stage, when watched
+        # The running stage's deadline: for the run's watchdog to act on, when
+        # watched; else until the lane's scope has it. None when not armed.
+        self.deadline: float | None = None
         self.fired = False  # the watchdog cancelled the scope
         self.stopped = False  # Ctrl-C cancelled the scope (a run of one case)
-        # The running stage's deadline, until the stage first waits and the
-        # lane's scope gets it; None when the scope has it, or when watched.
-        self.waits_for: float | None = None
-
-    def arm(self, timeout: float, stage: str) -> None:
-        """Start a stage: it must end within ``timeout`` seconds from now."""
-        self.due = due = monotonic() + timeout
-        self.stage = stage
-        self.stuck_at = due + self.grace
-        if self.first_cancel is not None:
-            self.first_cancel = None
-        if self.watched:
-            self.deadline = due
-        else:
-            self.waits_for = due
-
-    def next_stage(self, timeout: float, stage: str) -> None:
-        """
-        End a stage that returned by itself, which may still have overrun its
-        deadline (sync code that blocks the event loop is never cancelled), and
-        start the next one.
-
-        :raises _Late: if the stage ended after its deadline.
-        """
-        now = monotonic()
-        if now > self.due:
-            raise _Late(now - self.due + timeout)
-        self.due = due = now + timeout
-        self.stage = stage
-        self.stuck_at = due + self.grace
-        if self.watched:
-            self.deadline = due
-        else:
-            self.waits_for = due
 
     def wait(self) -> None:
         """
@@ -171,9 +141,9 @@ class _Lane(Watch):
         and the watchdog thread the means to wake the task where no cancellation
         reaches it (made now: a stage that never waits never needs it).
         """
-        due = self.waits_for
+        due = self.deadline
         if due is not None:
-            self.waits_for = None
+            self.deadline = None
             self.cancel_scope.deadline = anyio.current_time() + (due - monotonic())
             if self.wake is None:
                 self.wake = _waker()
@@ -196,10 +166,9 @@ class _Lane(Watch):
         self.stuck_at = None
         if self.pending:
             self.settle()  # an exception raised into the thread as the stage ended
+        self.deadline = None
         if self.watched:
-            self.deadline = None
             return self.fired
-        self.waits_for = None
         return self.cancel_scope.cancel_called and not self.stopped
 
     def overrun(self, error: BaseException | None, timeout: float, cancelled: bool) -> str:
@@ -608,6 +577,7 @@ class Execution(Generic[API]):
         plain = plan.plain
         sync_cases = plan.sync_cases
         passed = CaseStatus.PASSED
+        grace = lane.grace
         if timeout is not None:
             lane.frame = sys._getframe()  # on the thread's stack while a stage runs
         for index, case_id in queue:
@@ -625,8 +595,13 @@ class Execution(Generic[API]):
             stage = "create"
             started = perf_counter()
             if timeout is not None:
+                # Arm the stage: it must end within the timeout.
                 lane.case_id = case_id
-                lane.arm(timeout, stage)
+                lane.due = lane.deadline = due = monotonic() + timeout
+                lane.stage = stage
+                lane.stuck_at = due + grace
+                if lane.first_cancel is not None:
+                    lane.first_cancel = None
             try:
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an
@@ -641,7 +616,15 @@ class Execution(Generic[API]):
                     created = await created
                 stage = "case"
                 if timeout is not None:
-                    lane.next_stage(timeout, stage)
+                    # The next stage, once this one ended, which may still have
+                    # overrun its deadline: sync code that blocks the event loop
+                    # is never cancelled.
+                    now = monotonic()
+                    if now > lane.due:
+                        raise _Late(now - lane.due + timeout)
+                    lane.due = lane.deadline = due = now + timeout
+                    lane.stage = stage
+                    lane.stuck_at = due + grace
                 if record:
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
@@ -667,7 +650,8 @@ class Execution(Generic[API]):
                 if cancelled or type(error) in _OVERRUNS:
                     # Read now: the cleanups rearm the lane.
                     overran = lane.overrun(error, timeout, cancelled)
-            cleanup_errors = await scope._close()
+            closing = scope._close_soon()
+            cleanup_errors = closing if isinstance(closing, list) else await closing
             duration = perf_counter() - started
             spent = overran is not None
             if scope._awaited:

@@ -6,7 +6,7 @@ import enum
 import inspect
 import math
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar, copy_context
 from time import monotonic
@@ -60,6 +60,7 @@ class FeatureScope:
     __slots__ = (
         "_awaited",
         "_background",
+        "_begun",
         "_case_id",
         "_cleanups",
         "_closed",
@@ -71,6 +72,9 @@ class FeatureScope:
         "_timeout",
         "_watch",
     )
+
+    _outcome: list[BaseException]
+    _begun: float
 
     def __init__(
         self,
@@ -91,10 +95,11 @@ class FeatureScope:
         self._closing: anyio.Event | None = None
         self._closed: anyio.Event | None = None
         self._background: _Background | None = None
-        self._outcome: list[BaseException] = []
         # Whether closing awaited (shielded) anything: an outside cancellation
         # that arrived meanwhile is still pending, and the host must honour it.
         self._awaited = False
+        # Set once closing starts: `_outcome`, the failures every closer gets, and
+        # `_begun`, when the running cleanup started (monotonic seconds).
         # The runner's lane, which the watchdog thread watches: each cleanup is a
         # stage it may interrupt. None outside a run.
         self._watch = watch
@@ -124,9 +129,10 @@ class FeatureScope:
         :raises TypeError: if ``cleanup`` is not callable.
         :raises RuntimeError: if the scope has started closing.
         """
-        if not callable(cleanup):
-            raise TypeError(f"defer() needs a callable taking no arguments, got {cleanup!r}")
-        self._check_open("defer()")
+        if self._state is not _OPEN or not callable(cleanup):  # one test, on the way of each case
+            if not callable(cleanup):
+                raise TypeError(f"defer() needs a callable taking no arguments, got {cleanup!r}")
+            self._check_open("defer()")
         self._cleanups.append(cleanup)
         return cleanup
 
@@ -205,6 +211,32 @@ class FeatureScope:
             if background.live == 0 and background.done is not None:
                 background.done.set()
 
+    def _close_soon(self) -> list[BaseException] | Coroutine[Any, Any, list[BaseException]]:
+        """
+        Close the scope as :meth:`_close` does, at once when that awaits nothing:
+        the failures, or else the coroutine that finishes closing, to await.
+
+        Closing awaits nothing when the scope is open, has no background work and
+        its cleanups are sync, as most are; a coroutine would cost more than the
+        rest of closing then.
+        """
+        if self._state is not _OPEN or self._background is not None:
+            return self._close()
+        self._state = _CLOSING
+        errors: list[BaseException] = []
+        self._outcome = errors
+        try:
+            if self._closing is not None:
+                self._closing.set()
+            pending = self._clean_up(errors, True)
+        except BaseException:  # StageStuck or a signal's, between two cleanups
+            self._state = _CLOSED
+            raise
+        if pending is None:
+            self._state = _CLOSED
+            return errors
+        return self._finish_close(pending, errors)
+
     async def _close(self) -> list[BaseException]:
         """
         Close the scope once and return the failures; later and concurrent callers
@@ -235,27 +267,89 @@ class FeatureScope:
                 self._closing.set()
             if self._background is not None:
                 await self._join_background(self._background, errors)
-            timeout = self._timeout
-            cleanups = self._cleanups
-            # Each cleanup is a stage: one that returns after its deadline fails
-            # too, sync code included, though nothing could cancel it; and the
-            # watchdog thread may interrupt it (outside a run, nothing watches).
-            watch = self._watch or _UNWATCHED
+            pending = self._clean_up(errors, True)
+        except BaseException:
+            self._state = _CLOSED
+            if self._closed is not None:
+                self._closed.set()
+            raise
+        return await self._finish_close(pending, errors)
+
+    def _clean_up(
+        self,
+        errors: list[BaseException],
+        start: bool = False,
+        ended: Callable[[], object] | None = None,
+        detail: str | None = None,
+    ) -> tuple[Callable[[], object], Awaitable[object]] | None:
+        """
+        Run the cleanups, last registered first, until one returns an awaitable:
+        return it with its cleanup, for :meth:`_finish_close` to await, its
+        stage still armed; ``None`` once every cleanup has run.
+
+        Each cleanup is a stage: one that returns after its deadline fails too,
+        sync code included, though nothing could cancel it; and the watchdog
+        thread may interrupt it (outside a run, nothing watches).
+
+        :param start: the first call, which arms the watch for the cleanups.
+        :param ended: the async cleanup that has just been awaited, and
+            ``detail``, how it overran when that is known.
+        """
+        cleanups = self._cleanups
+        timeout = self._timeout
+        watch = self._watch or _UNWATCHED
+        if start:
             watch.stage = "cleanup"
             if watch.first_cancel is not None:
                 watch.first_cancel = None
-            stuck_after = watch.grace + (timeout or 0.0)
-            begun = monotonic() if timeout is not None and cleanups else 0.0
-            while cleanups:
-                cleanup = cleanups.pop()
-                detail: str | None = None  # how it overran, when that is known
-                watch.stuck_at = begun + stuck_after
+            self._begun = monotonic() if timeout is not None and cleanups else 0.0
+        stuck_after = watch.grace + (timeout or 0.0)
+        cleanup = ended
+        while True:
+            if cleanup is not None:
+                # It ended: it failed if it overran; the next one starts now.
+                if watch.pending:
+                    watch.settle()
+                if timeout is not None:
+                    now = monotonic()
+                    ran = now - self._begun
+                    if detail is not None or ran > timeout:
+                        errors.append(
+                            self._overrun(f"cleanup {callable_name(cleanup)}", ran, detail)
+                        )
+                    self._begun = now
+            if not cleanups:
+                return None
+            cleanup = cleanups.pop()
+            detail = None
+            watch.stuck_at = self._begun + stuck_after
+            try:
+                result = cleanup()
+                if result is not None and inspect.isawaitable(result):
+                    return cleanup, result
+                watch.stuck_at = None  # no call before: nothing may interrupt it
+            except StageStuck as stuck:
+                watch.stuck_at = None
+                detail = stuck_detail(stuck)
+            except BaseException as exc:
+                watch.stuck_at = None
+                errors.append(exc)
+
+    async def _finish_close(
+        self,
+        pending: tuple[Callable[[], object], Awaitable[object]] | None,
+        errors: list[BaseException],
+    ) -> list[BaseException]:
+        """Await the async cleanup ``pending`` and run the rest; the scope is closed then."""
+        watch = self._watch or _UNWATCHED
+        try:
+            while pending is not None:
+                cleanup, result = pending
+                self._awaited = True
+                detail: str | None = None
                 try:
-                    result = cleanup()
-                    if result is not None and inspect.isawaitable(result):
-                        self._awaited = True
-                        detail = await self._await_cleanup(result)
-                        watch.first_cancel = None
+                    detail = await self._await_cleanup(result)
+                    watch.first_cancel = None
                     watch.stuck_at = None  # no call before: nothing may interrupt it
                 except StageStuck as stuck:
                     watch.stuck_at = None
@@ -263,14 +357,7 @@ class FeatureScope:
                 except BaseException as exc:
                     watch.stuck_at = None
                     errors.append(exc)
-                if watch.pending:
-                    watch.settle()
-                if timeout is not None:
-                    ended = monotonic()
-                    if detail is not None or ended - begun > timeout:
-                        what = f"cleanup {callable_name(cleanup)}"
-                        errors.append(self._overrun(what, ended - begun, detail))
-                    begun = ended
+                pending = self._clean_up(errors, ended=cleanup, detail=detail)
         finally:
             self._state = _CLOSED
             if self._closed is not None:

@@ -252,7 +252,7 @@ def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generat
     with ``intercept(exc, coroutine)``.
 
     :param waits: call ``watch.wait()`` before the awaitable waits, whenever
-        ``watch.waits_for`` is not ``None``: a deadline set only once there is
+        ``watch.deadline`` is not ``None``: a deadline set only once there is
         something to cancel.
     """
     if isinstance(awaitable, types.CoroutineType | types.GeneratorType):
@@ -270,7 +270,7 @@ def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generat
         return stop.value
     value: Any
     while True:
-        if waits and watch.waits_for is not None:
+        if waits and watch.deadline is not None:
             watch.wait()
         try:
             value = yield yielded
