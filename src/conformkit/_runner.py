@@ -44,6 +44,10 @@ else:
     # installs its handler each time it starts.
     import _signal
 
+# Module-level names for the hot paths: an enum member is slow to look up on its class.
+_PASSED: Final = CaseStatus.PASSED
+_UNSUPPORTED: Final = CaseStatus.UNSUPPORTED
+
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
 _RECORDING_FILE: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_recording.py")
@@ -411,10 +415,14 @@ class Execution(Generic[API]):
         plan = self.plan
         case_ids = self.case_ids
         coverage = plan.coverage
-        if not plan.probe and all(type(coverage[case_id]) is Unsupported for case_id in case_ids):
-            for index, case_id in enumerate(case_ids):
-                self._unsupported(index, case_id)
-            return
+        if not plan.probe:
+            for case_id in case_ids:
+                if type(coverage[case_id]) is not Unsupported:
+                    break
+            else:  # every case unsupported: nothing runs
+                for index, case_id in enumerate(case_ids):
+                    self._unsupported(index, case_id)
+                return
         # Cases with a sync create and no await would never notice a
         # cancellation that came before the run.
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -423,9 +431,12 @@ class Execution(Generic[API]):
         queue = enumerate(case_ids)
         timeout = plan.timeout
         watched = len(case_ids) > 1
-        lanes = [
-            _Lane(timeout, watched=watched) for _ in range(min(max_concurrency, len(case_ids)))
-        ]
+        if watched:
+            lanes = [
+                _Lane(timeout, watched=True) for _ in range(min(max_concurrency, len(case_ids)))
+            ]
+        else:
+            lanes = [_Lane(timeout, watched=False)]
         signals = _Signals.install(self)
         try:
             if timeout is not None:
@@ -433,7 +444,21 @@ class Execution(Generic[API]):
                     lane.__enter__()  # watched by the last-resort thread from now on
                     lane.interrupt = None if signals is None else signals.interrupt
             if not watched:
-                await self._run_alone(lanes[0], queue)
+                # One case: no task group, whose opening and closing cost several
+                # times what a trivial case does; ContractCase.run() runs one case
+                # per call. Background work, if any, runs in tasks of its own
+                # (OwnTasks), each in its own cancel scope, cancelled and joined
+                # when its scope closes, as in a task group.
+                lane = lanes[0]
+                self.spawner = OWN_TASKS
+                self.stopper = lane
+                if timeout is None:
+                    await self._take_cases(lane, queue, None)
+                else:
+                    lane.coroutine = coroutine = self._take_cases(lane, queue, None)
+                    await interruptible(coroutine, lane, waits=True)
+                if self.stragglers:
+                    await _outlast(self.stragglers)
             else:
                 async with anyio.create_task_group() as task_group:
                     self.spawner = task_group
@@ -464,25 +489,6 @@ class Execution(Generic[API]):
         if self.interrupt is not None:
             raise self.interrupt
 
-    async def _run_alone(self, lane: _Lane, queue: Iterator[tuple[int, str]]) -> None:
-        """
-        Run one case with no task group: opening and closing one costs several
-        times what a trivial case does, and ``ContractCase.run()`` runs one case
-        per call. Its scope's background work, if any, runs in tasks of its own
-        (:class:`OwnTasks`), each in its own cancel scope, and cancelled and
-        joined when the scope closes, as in a task group; work that outlived
-        its join is waited for here, as a task group would.
-        """
-        self.spawner = OWN_TASKS
-        self.stopper = lane
-        await self._work(lane, queue, None)
-        if self.stragglers:
-            with anyio.CancelScope(shield=True):
-                for scope in self.stragglers:
-                    background = scope._background
-                    if background is not None and background.done is not None:
-                        await background.done.wait()
-
     def stop(self) -> None:
         """Stop the run for Ctrl-C: cancel the cases in flight, then raise KeyboardInterrupt."""
         if self.interrupt is None:
@@ -504,13 +510,13 @@ class Execution(Generic[API]):
 
     def _unsupported(self, index: int, case_id: str) -> None:
         reason = cast("Unsupported", self.plan.coverage[case_id]).reason
-        self.results[index] = case_result(case_id, CaseStatus.UNSUPPORTED, reason)
+        self.results[index] = case_result(case_id, _UNSUPPORTED, reason)
 
     async def _work(
         self,
         lane: _Lane,
         queue: Iterator[tuple[int, str]],
-        task_group: TaskGroup | None,
+        task_group: TaskGroup,
     ) -> None:
         if lane.timeout is None:
             await self._take_cases(lane, queue, task_group)
@@ -518,11 +524,8 @@ class Execution(Generic[API]):
         # Under deadlines, the lane's stages can be interrupted from outside:
         # a stage that ignores its cancellation gets StageStuck thrown in instead.
         lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
-        if lane.watched:
-            lane.wake = _waker()  # else made when a stage first waits: see _Lane.wait()
-            await interruptible(coroutine, lane)
-        else:
-            await interruptible(coroutine, lane, waits=True)
+        lane.wake = _waker()
+        await interruptible(coroutine, lane)
 
     async def _take_cases(
         self,
@@ -576,7 +579,6 @@ class Execution(Generic[API]):
         watch = lane if timeout is not None else None  # each case's cleanups are stages too
         plain = plan.plain
         sync_cases = plan.sync_cases
-        passed = CaseStatus.PASSED
         grace = lane.grace
         if timeout is not None:
             lane.frame = sys._getframe()  # on the thread's stack while a stage runs
@@ -666,7 +668,7 @@ class Execution(Generic[API]):
                     if not spent:
                         await anyio.lowlevel.checkpoint_if_cancelled()
             if error is None and not cleanup_errors and overran is None and recorder is None:
-                result = case_result(case_id, passed, None, None, (), duration)
+                result = case_result(case_id, _PASSED, None, None, (), duration)
             else:
                 if stage == "case" and error is not None and _none(created):
                     # A forgotten return in create(): say so, not only what the case hit.
@@ -741,6 +743,18 @@ class Execution(Generic[API]):
             if _natively_cancelled():
                 raise error
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
+
+
+async def _outlast(stragglers: list[FeatureScope]) -> None:
+    """
+    Wait, as a task group would, for background work that outlived its join,
+    in a run of one case: its scope cancelled it, and interrupted it.
+    """
+    with anyio.CancelScope(shield=True):
+        for scope in stragglers:
+            background = scope._background
+            if background is not None and background.done is not None:
+                await background.done.wait()
 
 
 def _stack_of(error: BaseException) -> str:
@@ -1207,12 +1221,13 @@ class ContractCase(Generic[API]):
             from ._skip import CaseUnsupported  # imports unittest: only when needed
 
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
-        execution = await self._plan.run((self.id,), 1)
+        execution = Execution(self._plan, (self.id,))
+        await execution.run(1)
         result = execution.results[0]
         if result is None:
             execution.report()  # raises, saying the result was lost
             raise AssertionError("unreachable")
-        if result.status is CaseStatus.PASSED and not execution.stragglers:
+        if result.status is _PASSED and not execution.stragglers:
             return
         late_errors = execution._released(execution.late_errors())
         errors = [

@@ -430,22 +430,24 @@ class _Watchdog:
         self.fired: dict[Watch, tuple[float, float]] = {}
 
     def add(self, watch: Watch) -> None:
-        with self.lock:
-            self.watches.add(watch)
-            if self.sleeping:
-                self.sleeping = False
-                self.wake.set()
-            if self.thread is None:  # it never ends, but in a child process: see _forked()
-                self.thread = threading.Thread(
-                    target=self.run, name="conformkit watchdog", daemon=True
-                )
-                self.thread.start()
+        # No lock on the way of every run: a set's add is atomic, and the thread
+        # never sleeps past a watch added (see _look()).
+        self.watches.add(watch)
+        if self.sleeping or self.thread is None:
+            with self.lock:
+                if self.sleeping:
+                    self.sleeping = False
+                    self.wake.set()
+                if self.thread is None:  # it never ends, but in a child process: see _forked()
+                    self.thread = threading.Thread(
+                        target=self.run, name="conformkit watchdog", daemon=True
+                    )
+                    self.thread.start()
 
     def discard(self, watch: Watch) -> None:
-        with self.lock:
-            self.watches.discard(watch)
-            if self.fired:
-                self.fired.pop(watch, None)
+        self.watches.discard(watch)
+        if self.fired:
+            self.fired.pop(watch, None)
 
     def run(self) -> None:
         try:
@@ -459,19 +461,23 @@ class _Watchdog:
         while True:
             pause.wait(_POLL)
             now = monotonic()
-            with self.lock:
-                watches = list(self.watches)
-                if watches:
-                    idle = 0
-                else:
-                    idle += 1
-                    if idle * _POLL >= 1.0:  # a second without a run: sleep till the next
-                        self.sleeping = True
-                        self.wake.clear()
-            if self.sleeping:
-                self.wake.wait()
+            watches = list(self.watches)
+            if watches:
                 idle = 0
-                continue
+            else:
+                idle += 1
+                if idle * _POLL >= 1.0:  # a second without a run: sleep till the next
+                    with self.lock:
+                        self.wake.clear()
+                        self.sleeping = True
+                    # A watch added before `sleeping` was set saw it unset, and
+                    # woke nobody: it is seen here. One added after it wakes us.
+                    if self.watches:
+                        self.sleeping = False
+                    else:
+                        self.wake.wait()
+                    idle = 0
+                    continue
             for watch in watches:
                 stuck_at = watch.stuck_at
                 if stuck_at is None or now < stuck_at:
