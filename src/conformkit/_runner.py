@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import _thread
 import functools
 import inspect
 import os
 import sys
-import threading
 import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from signal import SIGINT as _SIGINT
 from time import monotonic, perf_counter
 from types import CoroutineType, FrameType, GeneratorType, NoneType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
@@ -21,7 +20,6 @@ from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolati
 from ._explain import describe_error, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
-from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import OWN_TASKS, FeatureScope, OwnTasks
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
@@ -38,11 +36,15 @@ if TYPE_CHECKING:
     import signal as _signal
 
     from anyio.abc import TaskGroup
+
+    from ._recording import CallRecorder
 else:
     # The C module under `signal`: its functions take a tenth of the time of
     # `signal`'s, which wrap every handler and number in an enum, and a run
-    # installs its handler each time it starts.
+    # installs its handler each time it starts; importing it costs nothing.
     import _signal
+
+_SIGINT: Final = _signal.SIGINT
 
 # Module-level names for the hot paths: an enum member is slow to look up on its class.
 _PASSED: Final = CaseStatus.PASSED
@@ -268,9 +270,11 @@ class RunPlan(Generic[API]):
         # Let go of the frames of the exceptions a report keeps, unless asked not to.
         self.release = not keep_tracebacks
         self.probe = probe_unsupported
-        self.operations = (
-            api_operations(_api_type(implementation.feature)) if reject_vacuous else None
-        )
+        self.operations = None
+        if reject_vacuous:
+            from ._recording import api_operations  # only a run that records needs it
+
+            self.operations = api_operations(_api_type(implementation.feature))
         self.timeout = stage_timeout(timeout, implementation)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
@@ -628,6 +632,8 @@ class Execution(Generic[API]):
                     lane.stage = stage
                     lane.stuck_at = due + grace
                 if record:
+                    from ._recording import CallRecorder
+
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
                 sync = sync_cases.get(function)
@@ -792,7 +798,16 @@ def _waker() -> Callable[[Watch, float], None] | None:
     return wake
 
 
-_MAIN_THREAD: Final = threading.main_thread().ident
+_main_thread: int | None = None  # its ident, once a run needed it
+
+
+def _on_main_thread() -> bool:
+    global _main_thread
+    if _main_thread is None:
+        import threading  # imported by the event loop by now, not with conformkit
+
+        _main_thread = threading.main_thread().ident
+    return _thread.get_ident() == _main_thread
 
 
 @final
@@ -823,7 +838,7 @@ class _Signals:
     @classmethod
     def install(cls, execution: Execution[Any]) -> _Signals | None:
         """Install the handler; ``None`` off the main thread, or over a handler not in Python."""
-        if threading.get_ident() != _MAIN_THREAD:
+        if not _on_main_thread():
             return None
         previous = _signal.getsignal(_SIGINT)
         if not callable(previous):
@@ -843,7 +858,7 @@ class _Signals:
         self.pending = (watch, stage)
         kill = getattr(_signal, "pthread_kill", None)  # not on Windows
         if kill is not None and _signal.getsignal(_SIGINT) is self.handle:
-            kill(_MAIN_THREAD, _SIGINT)
+            kill(cast("int", _main_thread), _SIGINT)
         else:  # the code under test replaced the handler
             self.pending = None
             raise_in_thread(watch, stage)

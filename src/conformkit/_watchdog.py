@@ -27,9 +27,9 @@ to the stuck hook with its stack, so nothing hangs without saying where.
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import types
 from collections.abc import Callable, Generator
 from time import monotonic
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import anyio
 
 if TYPE_CHECKING:
+    import threading
     import traceback
 
 __all__ = [
@@ -173,8 +174,8 @@ class Watch(Guard):
         self.pending = False  # an exception was raised into the thread, not yet seen
         self.frame: FrameType | None = None
         self.coroutine: object = None
-        self.thread_id = threading.get_ident()
-        self.lock: threading.Lock | None = None  # made by the watchdog, if it raises
+        self.thread_id = _thread.get_ident()
+        self.lock: _thread.LockType | None = None  # made by the watchdog, if it raises
         # Set by the host: interrupt the event loop's thread (a signal), and wake
         # a task that no cancellation reaches (asyncio); None when it cannot.
         self.interrupt: Callable[[Watch, float], None] | None = None
@@ -422,7 +423,9 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self.watches: set[Watch] = set()
-        self.lock = threading.Lock()
+        import threading  # imported by the event loop by now, not with conformkit
+
+        self.lock = _thread.allocate_lock()
         self.wake = threading.Event()  # set by add() while the thread sleeps
         self.sleeping = False
         self.thread: threading.Thread | None = None
@@ -439,6 +442,8 @@ class _Watchdog:
                     self.sleeping = False
                     self.wake.set()
                 if self.thread is None:  # it never ends, but in a child process: see _forked()
+                    import threading
+
                     self.thread = threading.Thread(
                         target=self.run, name="conformkit watchdog", daemon=True
                     )
@@ -456,6 +461,8 @@ class _Watchdog:
             self.thread = None
 
     def _look(self) -> None:
+        import threading
+
         pause = threading.Event()
         idle = 0
         while True:
@@ -519,7 +526,7 @@ def _report(watch: Watch, stage: float) -> None:
 def raise_in_thread(watch: Watch, stage: float) -> None:
     """Raise StageStuck in the event loop's thread, unless the stage ends first."""
     if watch.lock is None:
-        watch.lock = threading.Lock()
+        watch.lock = _thread.allocate_lock()
     watch.pending = True  # before the look at the stage: see Watch.stop()
     with watch.lock:
         if watch.stuck_at == stage:
@@ -537,7 +544,7 @@ def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> Non
 
 
 _the_watchdog: _Watchdog | None = None
-_create_lock = threading.Lock()
+_create_lock = _thread.allocate_lock()
 
 
 def _forked() -> None:
@@ -546,7 +553,9 @@ def _forked() -> None:
     if watchdog is not None:
         watchdog.thread = None
         # Another thread may have held these at the fork.
-        watchdog.lock = threading.Lock()
+        import threading
+
+        watchdog.lock = _thread.allocate_lock()
         watchdog.wake = threading.Event()
         watchdog.sleeping = False
 
