@@ -128,7 +128,7 @@ class _Lane(Watch):
     that the event loop could not stop, and interrupts it.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "stopped", "watched")
+    __slots__ = ("cancel_scope", "deadline", "fired", "stopped", "timed", "waker_made", "watched")
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
@@ -140,19 +140,24 @@ class _Lane(Watch):
         self.deadline: float | None = None
         self.fired = False  # the watchdog cancelled the scope
         self.stopped = False  # Ctrl-C cancelled the scope (a run of one case)
+        self.timed = False  # the scope has a deadline (a run of one case)
+        self.waker_made = False  # see wait()
 
     def wait(self) -> None:
         """
-        The stage waits for the first time: give the lane's scope its deadline,
-        and the watchdog thread the means to wake the task where no cancellation
-        reaches it (made now: a stage that never waits never needs it).
+        A stage waits: give the watchdog thread the means to wake the task where
+        no cancellation reaches it, made now as a stage that never waits never
+        needs it; and in a run of one case, give the lane's scope its deadline.
         """
-        due = self.deadline
-        if due is not None:
-            self.deadline = None
-            self.cancel_scope.deadline = anyio.current_time() + (due - monotonic())
-            if self.wake is None:
-                self.wake = _waker()
+        if not self.waker_made:
+            self.waker_made = True
+            self.wake = _waker()
+        if not self.watched:
+            due = self.deadline
+            if due is not None:
+                self.deadline = None
+                self.timed = True
+                self.cancel_scope.deadline = anyio.current_time() + (due - monotonic())
 
     def stop(self) -> None:
         """Ctrl-C, in a run of one case: cancel the lane's scope, which is no overrun."""
@@ -175,7 +180,8 @@ class _Lane(Watch):
         self.deadline = None
         if self.watched:
             return self.fired
-        return self.cancel_scope.cancel_called and not self.stopped
+        # Only the deadline given to the scope, or Ctrl-C, cancels it.
+        return self.timed and not self.stopped and self.cancel_scope.cancel_called
 
     def overrun(self, error: BaseException | None, timeout: float, cancelled: bool) -> str:
         """
@@ -322,6 +328,7 @@ class Execution(Generic[API]):
         "interrupt",
         "plan",
         "results",
+        "scope_type",
         "spawner",
         "stopper",
         "stragglers",
@@ -340,6 +347,7 @@ class Execution(Generic[API]):
         self.stragglers: list[FeatureScope] = []
         # The lane that Ctrl-C stops, in a run of one case; else the task group's scope.
         self.stopper: _Lane | None = None
+        self.scope_type: type[anyio.CancelScope] | None = None  # see _cancel_scope()
 
     def late_errors(self) -> list[BaseException]:
         """Failures of background work that ended after its case was judged."""
@@ -493,6 +501,19 @@ class Execution(Generic[API]):
         if self.interrupt is not None:
             raise self.interrupt
 
+    def _cancel_scope(self) -> anyio.CancelScope:
+        """
+        A new cancel scope. ``anyio.CancelScope()`` looks up the running event
+        loop's kind each time; a run's lanes need one each, of the same type,
+        made directly once the first shows it.
+        """
+        kind = self.scope_type
+        if kind is None:
+            scope = anyio.CancelScope()
+            self.scope_type = type(scope)
+            return scope
+        return kind()
+
     def stop(self) -> None:
         """Stop the run for Ctrl-C: cancel the cases in flight, then raise KeyboardInterrupt."""
         if self.interrupt is None:
@@ -528,8 +549,7 @@ class Execution(Generic[API]):
         # Under deadlines, the lane's stages can be interrupted from outside:
         # a stage that ignores its cancellation gets StageStuck thrown in instead.
         lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
-        lane.wake = _waker()
-        await interruptible(coroutine, lane)
+        await interruptible(coroutine, lane, waits=True)
 
     async def _take_cases(
         self,
@@ -542,8 +562,8 @@ class Execution(Generic[API]):
             while True:
                 # A fresh cancel scope for each stretch of cases: a deadline cancels
                 # it when a stage overruns, and the next case needs a new one.
-                with anyio.CancelScope() as lane.cancel_scope:
-                    lane.fired = False
+                with self._cancel_scope() as lane.cancel_scope:
+                    lane.fired = lane.timed = False
                     if await self._stretch(lane, queue):
                         return
                 # Left a scope a deadline cancelled; an outside cancellation

@@ -252,9 +252,9 @@ def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generat
     step that carries no exception costs one type check. ``watch`` is anything
     with ``intercept(exc, coroutine)``.
 
-    :param waits: call ``watch.wait()`` before the awaitable waits, whenever
-        ``watch.deadline`` is not ``None``: a deadline set only once there is
-        something to cancel.
+    :param waits: call ``watch.wait()`` before the awaitable waits, while
+        ``watch.deadline`` is not ``None`` (a stage is armed): what only a
+        stage that waits needs is made then.
     """
     if isinstance(awaitable, types.CoroutineType | types.GeneratorType):
         coroutine = awaitable
