@@ -10,7 +10,6 @@ import sys
 import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from time import monotonic, perf_counter
 from types import CoroutineType, FrameType, GeneratorType, NoneType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
@@ -26,6 +25,7 @@ from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._watchdog import (
     StageStuck,
     Watch,
+    clock,
     format_frames,
     interruptible,
     raise_in_thread,
@@ -157,7 +157,7 @@ class _Lane(Watch):
             if due is not None:
                 self.deadline = None
                 self.timed = True
-                self.cancel_scope.deadline = anyio.current_time() + (due - monotonic())
+                self.cancel_scope.deadline = anyio.current_time() + (due - clock())
 
     def stop(self) -> None:
         """Ctrl-C, in a run of one case: cancel the lane's scope, which is no overrun."""
@@ -195,7 +195,7 @@ class _Lane(Watch):
             how = "it did not answer its cancellation" if cancelled else _BLOCKED
             return f" (ran {error.ran:.1f}s; {how})"
         if type(error) is StageStuck:
-            ran = monotonic() - self.due + timeout
+            ran = clock() - self.due + timeout
             return f" (ran {ran:.1f}s; {stuck_detail(error)})"
         if self.first_cancel is not None and self.where:
             return f" (cancelled in {self.where})"
@@ -224,7 +224,7 @@ async def _watch(lanes: list[_Lane], timeout: float) -> None:
     timeout when no stage is armed, and checks every lane again.
     """
     while True:
-        now = monotonic()
+        now = clock()
         wake = now + timeout
         for lane in lanes:
             deadline = lane.deadline
@@ -619,11 +619,11 @@ class Execution(Generic[API]):
             error: BaseException | None = None
             recorder: CallRecorder | None = None
             stage = "create"
-            started = perf_counter()
+            started = clock()
             if timeout is not None:
                 # Arm the stage: it must end within the timeout.
                 lane.case_id = case_id
-                lane.due = lane.deadline = due = monotonic() + timeout
+                lane.due = lane.deadline = due = started + timeout
                 lane.stage = stage
                 lane.stuck_at = due + grace
                 if lane.first_cancel is not None:
@@ -645,7 +645,7 @@ class Execution(Generic[API]):
                     # The next stage, once this one ended, which may still have
                     # overrun its deadline: sync code that blocks the event loop
                     # is never cancelled.
-                    now = monotonic()
+                    now = clock()
                     if now > lane.due:
                         raise _Late(now - lane.due + timeout)
                     lane.due = lane.deadline = due = now + timeout
@@ -667,20 +667,22 @@ class Execution(Generic[API]):
                 lane.stuck_at = None  # first: the watchdog interrupts only the stage
                 error = exc
             overran: str | None = None
+            ended: float | None = None  # when the case ended, under deadlines
             if timeout is not None:
-                if error is None:
-                    # Returned by itself, maybe after its deadline: sync code that
+                ended = clock()
+                if error is None and ended > lane.due:
+                    # Returned by itself, but after its deadline: sync code that
                     # blocks the event loop is never cancelled.
-                    now = monotonic()
-                    if now > lane.due:
-                        error = _Late(now - lane.due + timeout)
+                    error = _Late(ended - lane.due + timeout)
                 cancelled = lane.disarm()
                 if cancelled or type(error) in _OVERRUNS:
                     # Read now: the cleanups rearm the lane.
                     overran = lane.overrun(error, timeout, cancelled)
-            closing = scope._close_soon()
+            closing = scope._close_soon(ended)
             cleanup_errors = closing if isinstance(closing, list) else await closing
-            duration = perf_counter() - started
+            # Under deadlines, closing read the clock as its last cleanup ended.
+            closed = scope._begun
+            duration = (closed if ended is not None and closed >= ended else clock()) - started
             spent = overran is not None
             if scope._awaited:
                 # Closing awaited: it joined background work or ran async cleanups.

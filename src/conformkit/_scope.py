@@ -9,7 +9,6 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar, copy_context
-from time import monotonic
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, TypeVarTuple, cast, final
 
 import anyio
@@ -19,7 +18,7 @@ from ._feature import API
 from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
 from ._util import callable_name
-from ._watchdog import Guard, StageStuck, Watch, interruptible, stuck_detail
+from ._watchdog import Guard, StageStuck, Watch, clock, interruptible, stuck_detail
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -74,7 +73,6 @@ class FeatureScope:
     )
 
     _outcome: list[BaseException]
-    _begun: float
 
     def __init__(
         self,
@@ -98,8 +96,10 @@ class FeatureScope:
         # Whether closing awaited (shielded) anything: an outside cancellation
         # that arrived meanwhile is still pending, and the host must honour it.
         self._awaited = False
-        # Set once closing starts: `_outcome`, the failures every closer gets, and
-        # `_begun`, when the running cleanup started (monotonic seconds).
+        # When the running cleanup started, in clock() seconds, under a deadline:
+        # once closed, when the last one ended.
+        self._begun = 0.0
+        # `_outcome`, the failures every closer gets, is set once closing starts.
         # The runner's lane, which the watchdog thread watches: each cleanup is a
         # stage it may interrupt. None outside a run.
         self._watch = watch
@@ -211,7 +211,9 @@ class FeatureScope:
             if background.live == 0 and background.done is not None:
                 background.done.set()
 
-    def _close_soon(self) -> list[BaseException] | Coroutine[Any, Any, list[BaseException]]:
+    def _close_soon(
+        self, now: float | None = None
+    ) -> list[BaseException] | Coroutine[Any, Any, list[BaseException]]:
         """
         Close the scope as :meth:`_close` does, at once when that awaits nothing:
         the failures, or else the coroutine that finishes closing, to await.
@@ -219,6 +221,9 @@ class FeatureScope:
         Closing awaits nothing when the scope is open, has no background work and
         its cleanups are sync, as most are; a coroutine would cost more than the
         rest of closing then.
+
+        :param now: ``clock()`` read just now, if the caller did; under a
+            deadline, ``_begun`` is when the last cleanup ended, once closed.
         """
         if self._state is not _OPEN or self._background is not None:
             return self._close()
@@ -228,7 +233,9 @@ class FeatureScope:
         try:
             if self._closing is not None:
                 self._closing.set()
-            pending = self._clean_up(errors, True)
+            if now is None and self._timeout is not None:
+                now = clock()
+            pending = self._clean_up(errors, now)
         except BaseException:  # StageStuck or a signal's, between two cleanups
             self._state = _CLOSED
             raise
@@ -267,7 +274,7 @@ class FeatureScope:
                 self._closing.set()
             if self._background is not None:
                 await self._join_background(self._background, errors)
-            pending = self._clean_up(errors, True)
+            pending = self._clean_up(errors, clock() if self._timeout is not None else None)
         except BaseException:
             self._state = _CLOSED
             if self._closed is not None:
@@ -278,7 +285,7 @@ class FeatureScope:
     def _clean_up(
         self,
         errors: list[BaseException],
-        start: bool = False,
+        start: float | None = None,
         ended: Callable[[], object] | None = None,
         detail: str | None = None,
     ) -> tuple[Callable[[], object], Awaitable[object]] | None:
@@ -291,18 +298,19 @@ class FeatureScope:
         sync code included, though nothing could cancel it; and the watchdog
         thread may interrupt it (outside a run, nothing watches).
 
-        :param start: the first call, which arms the watch for the cleanups.
+        :param start: on the first call, which arms the watch for the cleanups,
+            ``clock()`` now, under a deadline.
         :param ended: the async cleanup that has just been awaited, and
             ``detail``, how it overran when that is known.
         """
         cleanups = self._cleanups
         timeout = self._timeout
         watch = self._watch or _UNWATCHED
-        if start:
+        if ended is None:
             watch.stage = "cleanup"
             if watch.first_cancel is not None:
                 watch.first_cancel = None
-            self._begun = monotonic() if timeout is not None and cleanups else 0.0
+            self._begun = 0.0 if start is None else start
         stuck_after = watch.grace + (timeout or 0.0)
         cleanup = ended
         while True:
@@ -311,7 +319,7 @@ class FeatureScope:
                 if watch.pending:
                     watch.settle()
                 if timeout is not None:
-                    now = monotonic()
+                    now = clock()
                     ran = now - self._begun
                     if detail is not None or ran > timeout:
                         errors.append(
@@ -372,7 +380,7 @@ class FeatureScope:
             background.done = done = anyio.Event()
             for cancel_scope in background.scopes:
                 cancel_scope.cancel()
-            begun = monotonic()
+            begun = clock()
             timeout = self._timeout
             with anyio.move_on_after(_deadline(timeout), shield=True) as deadline:
                 await done.wait()
@@ -380,7 +388,7 @@ class FeatureScope:
             if outlived and timeout is not None:
                 # Work that swallows its cancellation is cancelled again at its next
                 # step: it gets StageStuck then, and ends. Give it a moment to.
-                now = monotonic()
+                now = clock()
                 for guard in background.guards:
                     guard.due = now
                 with anyio.move_on_after(min(timeout, 1.0), shield=True) as grace:
@@ -388,7 +396,7 @@ class FeatureScope:
                 outlived = grace.cancelled_caught
             background.outlived = outlived
             background.overran = deadline.cancelled_caught
-            ran = monotonic() - begun
+            ran = clock() - begun
             if timeout is not None and ran > timeout and not deadline.cancelled_caught:
                 late = self._overrun("the join of background work", ran, None)
         errors.extend(background.errors)  # work that failed before closing, too
@@ -433,7 +441,7 @@ class FeatureScope:
                 with anyio.CancelScope(shield=True):
                     await result
                 return None
-            guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
+            guard = Guard(clock() + timeout, min(timeout, 1.0), self._watch)
             with anyio.move_on_after(timeout, shield=True) as deadline:
                 await interruptible(result, guard)
         finally:

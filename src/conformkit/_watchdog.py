@@ -32,7 +32,7 @@ import os
 import sys
 import types
 from collections.abc import Callable, Generator
-from time import monotonic
+from time import perf_counter as clock
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -46,6 +46,7 @@ __all__ = [
     "Guard",
     "StageStuck",
     "Watch",
+    "clock",
     "format_frames",
     "frames_of",
     "interruptible",
@@ -54,6 +55,10 @@ __all__ = [
     "stuck_detail",
     "summary",
 ]
+
+# `clock()` is the clock of every deadline, here and in the runners: time.perf_counter,
+# which times each case's duration too, so that one reading serves both (on Linux
+# and macOS it is the clock of time.monotonic; on Windows a finer one).
 
 _POLL: Final = 0.05
 """Seconds between the thread's looks at the armed stages, while any run is watched."""
@@ -85,7 +90,7 @@ class Guard:
     Used through :func:`interruptible`, which calls :meth:`intercept` only when an
     exception is thrown in: nothing on the way of a stage that is not cancelled.
 
-    :ivar due: when the stage must end, in monotonic seconds.
+    :ivar due: when the stage must end, in :func:`clock` seconds.
     :ivar first_cancel: when the stage, past its deadline, was first cancelled;
         ``where`` holds its innermost frames at that moment.
     """
@@ -105,7 +110,7 @@ class Guard:
         """The exception to throw into the guarded code instead of ``exc``."""
         if not isinstance(exc, anyio.get_cancelled_exc_class()):
             return exc
-        now = monotonic()
+        now = clock()
         if now < self.due:
             return exc  # the code's own cancellation, not the deadline's
         if self.first_cancel is None:
@@ -128,7 +133,7 @@ class Watch(Guard):
     are attribute writes, cheap enough for every stage of every case. The
     runner's lanes are watches.
 
-    :ivar stuck_at: the monotonic time after which the armed stage is stuck, or
+    :ivar stuck_at: the :func:`clock` time after which the armed stage is stuck, or
         ``None`` when no stage is armed. It also tells stages apart, so that a
         look the watchdog took at one stage is never acted on at the next.
     :ivar due: when the armed stage must end (of a cleanup: not kept).
@@ -193,7 +198,7 @@ class Watch(Guard):
         return StageStuck()
 
     def start(self, stage: str, due: float) -> None:
-        """Watch a stage that must end by ``due`` (monotonic seconds)."""
+        """Watch a stage that must end by ``due`` (:func:`clock` seconds)."""
         self.stage = stage
         self.due = due
         self.first_cancel = None
@@ -467,7 +472,7 @@ class _Watchdog:
         idle = 0
         while True:
             pause.wait(_POLL)
-            now = monotonic()
+            now = clock()
             watches = list(self.watches)
             if watches:
                 idle = 0
