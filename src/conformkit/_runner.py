@@ -128,7 +128,16 @@ class _Lane(Watch):
     that the event loop could not stop, and interrupts it.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "stopped", "timed", "waker_made", "watched")
+    __slots__ = (
+        "cancel_scope",
+        "deadline",
+        "driver",
+        "fired",
+        "stopped",
+        "timed",
+        "waker_made",
+        "watched",
+    )
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
@@ -142,22 +151,23 @@ class _Lane(Watch):
         self.stopped = False  # Ctrl-C cancelled the scope (a run of one case)
         self.timed = False  # the scope has a deadline (a run of one case)
         self.waker_made = False  # see wait()
+        # What runs the lane's cases: its task awaits it, which finds the task.
+        self.driver: object = None
 
     def wait(self) -> None:
         """
-        A stage waits: give the watchdog thread the means to wake the task where
-        no cancellation reaches it, made now as a stage that never waits never
-        needs it; and in a run of one case, give the lane's scope its deadline.
+        A stage of a run of one case waits: give the lane's scope its deadline,
+        and the watchdog thread the means to wake the task where no cancellation
+        reaches it, made now as a stage that never waits never needs either.
         """
-        if not self.waker_made:
-            self.waker_made = True
-            self.wake = _waker()
-        if not self.watched:
-            due = self.deadline
-            if due is not None:
-                self.deadline = None
-                self.timed = True
-                self.cancel_scope.deadline = anyio.current_time() + (due - clock())
+        due = self.deadline
+        if due is not None:
+            self.deadline = None
+            self.timed = True
+            self.cancel_scope.deadline = anyio.current_time() + (due - clock())
+            if not self.waker_made:
+                self.waker_made = True
+                self.wake = _waker()
 
     def stop(self) -> None:
         """Ctrl-C, in a run of one case: cancel the lane's scope, which is no overrun."""
@@ -452,9 +462,12 @@ class Execution(Generic[API]):
         signals = _Signals.install(self)
         try:
             if timeout is not None:
+                # In a run of one case, made when a stage first waits, if it does.
+                wake = _waker() if watched else None
                 for lane in lanes:
                     lane.__enter__()  # watched by the last-resort thread from now on
                     lane.interrupt = None if signals is None else signals.interrupt
+                    lane.wake = wake
             if not watched:
                 # One case: no task group, whose opening and closing cost several
                 # times what a trivial case does; ContractCase.run() runs one case
@@ -468,7 +481,8 @@ class Execution(Generic[API]):
                     await self._take_cases(lane, queue, None)
                 else:
                     lane.coroutine = coroutine = self._take_cases(lane, queue, None)
-                    await interruptible(coroutine, lane, waits=True)
+                    lane.driver = driver = interruptible(coroutine, lane, waits=True)
+                    await driver
                 if self.stragglers:
                     await _outlast(self.stragglers)
             else:
@@ -496,7 +510,7 @@ class Execution(Generic[API]):
                 # Let go of what refers back to the lane or to the run: cycles
                 # that only the garbage collector would break, which it does
                 # at a cost that grows with everything else alive.
-                lane.interrupt = lane.wake = lane.frame = lane.coroutine = None
+                lane.interrupt = lane.wake = lane.frame = lane.coroutine = lane.driver = None
             self.stopper = None
         if self.interrupt is not None:
             raise self.interrupt
@@ -549,7 +563,8 @@ class Execution(Generic[API]):
         # Under deadlines, the lane's stages can be interrupted from outside:
         # a stage that ignores its cancellation gets StageStuck thrown in instead.
         lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
-        await interruptible(coroutine, lane, waits=True)
+        lane.driver = driver = interruptible(coroutine, lane)
+        await driver
 
     async def _take_cases(
         self,
@@ -794,30 +809,45 @@ def _stack_of(error: BaseException) -> str:
 
 def _waker() -> Callable[[Watch, float], None] | None:
     """
-    On asyncio, a function the watchdog thread calls to wake the current task
-    where no cancellation reaches it (a shielded wait, a thread it waits for),
-    so that it gets StageStuck; ``None`` on trio, which has no such means.
+    On asyncio, a function the watchdog thread calls to wake the task of a
+    lane's stage where no cancellation reaches it (a shielded wait, a thread it
+    waits for), so that it gets StageStuck; ``None`` on trio, which has no such
+    means. One serves a whole run: it finds the lane's task only when it must.
     """
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
         return None
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # not on asyncio
-        return None
-    task = asyncio.current_task()
-    if task is None:
+    loop = asyncio._get_running_loop()
+    if loop is None:  # not on asyncio
         return None
 
     def wake_task(watch: Watch, stage: float) -> None:
         if watch.stuck_at == stage and watch.stage != "cleanup":
-            watch.forced = True
-            task.cancel()
+            task = _task_awaiting(asyncio.all_tasks(loop), getattr(watch, "driver", None))
+            if task is not None:
+                watch.forced = True
+                task.cancel()
 
     def wake(watch: Watch, stage: float) -> None:
         loop.call_soon_threadsafe(wake_task, watch, stage)
 
     return wake
+
+
+def _task_awaiting(tasks: Iterable[Any], awaitable: object) -> Any:
+    """The task whose chain of awaits holds ``awaitable``, if any."""
+    if awaitable is None:
+        return None
+    for task in tasks:
+        current: object = task.get_coro()
+        for _ in range(200):  # a chain is never this deep; a cycle would be
+            if current is awaitable:
+                return task
+            inner = getattr(current, "cr_await", None)
+            current = inner if inner is not None else getattr(current, "gi_yieldfrom", None)
+            if current is None:
+                break
+    return None
 
 
 _main_thread: int | None = None  # its ident, once a run needed it
