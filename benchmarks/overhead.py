@@ -4,8 +4,11 @@ The runner's cost against hand-written code doing the same work, on asyncio and 
 Each trivial case creates an API (a dict), registers one sync cleanup, awaits an
 async case function that touches the API, cleans up and records a result. Each
 measure runs its contenders interleaved, round after round, in one process and
-on one event loop, so that drift and other processes hit all of them alike; a
-figure is the median over the rounds. Measures and their targets:
+on one event loop, so that drift and other processes hit all of them alike,
+after one untimed round that warms the process up; a figure is the median over
+the rounds (three times as many for the cheap measures of ``run_contract`` on
+the smaller size and of ``case.run()``, twice for the sleeping cases).
+Measures and their targets:
 
 - ``run_contract`` on N trivial cases (the smaller size), ``timeout=None`` and
   default deadlines, per case, against a hand-written loop;
@@ -217,6 +220,8 @@ async def interleaved(
     timer = time.process_time if clock == "cpu" else time.perf_counter
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     order = list(contenders)
+    for name in order:  # a round untimed: the first calls of a process warm it up
+        await contenders[name]()
     for round_number in range(rounds):
         start = round_number % len(order)
         for _ in range(repeat):
@@ -261,7 +266,7 @@ async def measure_all(
             "none": lambda: ck.run_contract(implementation, suite, timeout=None),
             "default": lambda: ck.run_contract(implementation, suite),
         },
-        rounds,
+        3 * rounds,  # cheap, and the measure with the tightest target
     )
     per_case = {name: seconds / small * 1e6 for name, seconds in medians.items()}
     hand = per_case["hand"]
@@ -326,7 +331,7 @@ async def measure_all(
             "run": lambda: case_loop(each_case),
             "run none": lambda: case_loop(each_case_no_deadline),
         },
-        rounds,
+        3 * rounds,
     )
     per_case = {name: seconds / cases * 1e6 for name, seconds in medians.items()}
     hand = per_case["hand"]
@@ -382,7 +387,7 @@ async def measure_all(
             "hand": lambda: hand_group(implementation, suite),
             "default": lambda: ck.run_contract(implementation, suite, max_concurrency=lanes),
         },
-        rounds,
+        2 * rounds,
         repeat=5,
         clock="wall",
     )
