@@ -464,9 +464,10 @@ class Execution(Generic[API]):
             if timeout is not None:
                 # In a run of one case, made when a stage first waits, if it does.
                 wake = _waker() if watched else None
+                interrupt = None if signals is None else signals.interrupt
                 for lane in lanes:
                     lane.__enter__()  # watched by the last-resort thread from now on
-                    lane.interrupt = None if signals is None else signals.interrupt
+                    lane.interrupt = interrupt
                     lane.wake = wake
             if not watched:
                 # One case: no task group, whose opening and closing cost several
@@ -619,8 +620,6 @@ class Execution(Generic[API]):
         plain = plan.plain
         sync_cases = plan.sync_cases
         grace = lane.grace
-        if timeout is not None:
-            lane.frame = sys._getframe()  # on the thread's stack while a stage runs
         for index, case_id in queue:
             declared: str | None = None
             marker = coverage[case_id]
@@ -933,7 +932,7 @@ class _Signals:
         if watch.stuck_at != stage:
             return  # the stage ended meanwhile
         while frame is not None:
-            if frame is watch.frame:
+            if frame is watch.running_frame():
                 raise watch.stuck()
             frame = frame.f_back
 

@@ -141,7 +141,7 @@ class Watch(Guard):
         cancellations of a cleanup are not intercepted (each async cleanup is
         guarded on its own).
     :ivar frame: a frame that is on the event loop thread's stack exactly while
-        the watched code runs there.
+        the watched code runs there; if ``None``, the frame of ``coroutine``.
     :ivar coroutine: the watched code's coroutine, whose frames show where it
         waits when it does not run.
     :ivar stack: the stack of the stuck code, once the watchdog looked at it.
@@ -185,6 +185,17 @@ class Watch(Guard):
         # a task that no cancellation reaches (asyncio); None when it cannot.
         self.interrupt: Callable[[Watch, float], None] | None = None
         self.wake: Callable[[Watch, float], None] | None = None
+
+    def running_frame(self) -> FrameType | None:
+        """
+        The frame that is on the event loop thread's stack while the watched
+        code runs: ``frame``, or else the coroutine's own, looked up only now
+        (a frame object is made when first asked for, and costs its memory and
+        the garbage collector's time).
+        """
+        if self.frame is not None:
+            return self.frame
+        return getattr(self.coroutine, "cr_frame", None)
 
     def label(self) -> str:
         """What is running, for a message: ``case 'c' (stage 'case')``."""
@@ -505,7 +516,7 @@ class _Watchdog:
 
 def _fire(watch: Watch, stage: float) -> None:
     """A stage is stuck: interrupt it where it runs."""
-    if on_thread_stack(watch.thread_id, watch.frame):
+    if on_thread_stack(watch.thread_id, watch.running_frame()):
         # The event loop's thread is running the stage: sync code blocks the loop.
         watch.stack = format_frames(thread_frames(watch.thread_id))
         if watch.interrupt is not None:
@@ -518,7 +529,7 @@ def _fire(watch: Watch, stage: float) -> None:
 
 def _report(watch: Watch, stage: float) -> None:
     """A stage is still stuck after its interruption: say where, through the hook."""
-    if on_thread_stack(watch.thread_id, watch.frame):
+    if on_thread_stack(watch.thread_id, watch.running_frame()):
         stack = format_frames(thread_frames(watch.thread_id))
     else:
         stack = format_frames(frames_of(watch.coroutine))
