@@ -4,8 +4,11 @@ The runner's cost against hand-written code doing the same work, on asyncio and 
 Each trivial case creates an API (a dict), registers one sync cleanup, awaits an
 async case function that touches the API, cleans up and records a result. Each
 measure runs its contenders interleaved, round after round, in one process and
-on one event loop, so that drift and other processes hit all of them alike; a
-figure is the median over the rounds. Measures and their targets:
+on one event loop, so that drift and other processes hit all of them alike,
+after one untimed round that warms the process up; a figure is the median over
+the rounds (three times as many for the cheap measures of ``run_contract`` on
+the smaller size and of ``case.run()``, twice for the sleeping cases).
+Measures and their targets:
 
 - ``run_contract`` on N trivial cases (the smaller size), ``timeout=None`` and
   default deadlines, per case, against a hand-written loop;
@@ -16,6 +19,19 @@ figure is the median over the rounds. Measures and their targets:
   number), against a hand-written task group;
 - ``report[case_id]`` per lookup, every case of a report looked up once, at
   two sizes of report: it must not grow with the report.
+
+The figures of the trivial cases are CPU time (this process's), which other
+processes on a shared machine disturb far less than the wall clock; the
+sleeping cases are measured by the wall clock, as waiting is what they do.
+Floors measured in the same run show what no runner can go below:
+
+- ``await case.run()`` against the hand loop with one anyio cancel scope per
+  case, the bare primitive that a deadline needs, and against a task group
+  per case;
+- the growth from the smaller size to the larger one against a hand loop that
+  keeps one ``CaseResult`` per case, as any report does: the garbage collector
+  goes over every object kept, again and again as they grow in number, where
+  the plain hand loop keeps tuples that it stops tracking.
 
 On trio each ratio may be at most 1.5 times the asyncio one. The figures are
 for reading, never a verdict: other processes share the machine.
@@ -110,6 +126,58 @@ async def hand_loop(
     return results
 
 
+async def hand_loop_kept(
+    implementation: ck.FeatureImplementation[API], suite: ck.ContractSuite[API]
+) -> list[ck.CaseResult]:
+    """The hand loop, keeping one CaseResult per case as a report does, instead of a tuple."""
+    results: list[ck.CaseResult] = []
+    passed = ck.CaseStatus.PASSED
+    for case_id in implementation.feature.cases:
+        started = time.perf_counter()
+        cleanups: list[Callable[[], object]] = []
+        api: API = {}
+        cleanups.append(api.clear)
+        error: BaseException | None = None
+        try:
+            outcome = cast("Callable[[API], Awaitable[None]]", suite[case_id])(api)
+            if outcome is not None:
+                await outcome
+        except Exception as exc:
+            error = exc
+        while cleanups:
+            cleanups.pop()()
+        duration = time.perf_counter() - started
+        results.append(ck.CaseResult(case_id, passed, None, error, (), duration))
+    return results
+
+
+async def hand_loop_scoped(
+    implementation: ck.FeatureImplementation[API],
+    suite: ck.ContractSuite[API],
+    group: bool = False,
+) -> None:
+    """
+    The hand loop with each case in an anyio cancel scope carrying a deadline
+    (the least a deadline costs), or in a task group (``group``).
+    """
+    for case_id in implementation.feature.cases:
+        cleanups: list[Callable[[], object]] = []
+        api: API = {}
+        cleanups.append(api.clear)
+        if group:
+            async with anyio.create_task_group():
+                outcome = cast("Callable[[API], Awaitable[None]]", suite[case_id])(api)
+                if outcome is not None:
+                    await outcome
+        else:
+            with anyio.CancelScope(deadline=anyio.current_time() + 5.0):
+                outcome = cast("Callable[[API], Awaitable[None]]", suite[case_id])(api)
+                if outcome is not None:
+                    await outcome
+        while cleanups:
+            cleanups.pop()()
+
+
 async def hand_group(
     implementation: ck.FeatureImplementation[API], suite: ck.ContractSuite[API]
 ) -> list[tuple[str, bool, float]]:
@@ -139,23 +207,29 @@ def lookups(report: ck.ContractReport) -> Callable[[], Awaitable[None]]:
     return look_up
 
 
-async def interleaved(contenders: Contenders, rounds: int, repeat: int = 1) -> dict[str, float]:
+async def interleaved(
+    contenders: Contenders, rounds: int, repeat: int = 1, *, clock: str = "cpu"
+) -> dict[str, float]:
     """
-    The median seconds each contender takes, over ``rounds`` interleaved rounds.
+    The median seconds each contender takes, over ``rounds`` interleaved rounds:
+    CPU seconds (``clock="cpu"``), or wall-clock ones (``"wall"``).
 
     Each round starts one contender further along, so that none always follows
     the same one (a large run's freed memory, or a cache another left warm).
     """
+    timer = time.process_time if clock == "cpu" else time.perf_counter
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     order = list(contenders)
+    for name in order:  # a round untimed: the first calls of a process warm it up
+        await contenders[name]()
     for round_number in range(rounds):
         start = round_number % len(order)
         for _ in range(repeat):
             for name in order[start:] + order[:start]:
                 gc.collect()  # no contender pays for the garbage of the one before
-                started = time.perf_counter()
+                started = timer()
                 outcome = await contenders[name]()
-                elapsed = time.perf_counter() - started
+                elapsed = timer() - started
                 if isinstance(outcome, ck.ContractReport):
                     ck.assert_contract(outcome, require_full=True)
                 # Freed now, not while the next contender is timed.
@@ -192,7 +266,7 @@ async def measure_all(
             "none": lambda: ck.run_contract(implementation, suite, timeout=None),
             "default": lambda: ck.run_contract(implementation, suite),
         },
-        rounds,
+        3 * rounds,  # cheap, and the measure with the tightest target
     )
     per_case = {name: seconds / small * 1e6 for name, seconds in medians.items()}
     hand = per_case["hand"]
@@ -214,9 +288,11 @@ async def measure_all(
     medians = await interleaved(
         {
             "hand small": lambda: hand_loop(implementation, suite),
+            "kept small": lambda: hand_loop_kept(implementation, suite),
             "none small": lambda: ck.run_contract(implementation, suite, timeout=None),
             "default small": lambda: ck.run_contract(implementation, suite),
             "hand large": lambda: hand_loop(large_implementation, large_suite),
+            "kept large": lambda: hand_loop_kept(large_implementation, large_suite),
             "none large": lambda: ck.run_contract(large_implementation, large_suite, timeout=None),
             "default large": lambda: ck.run_contract(large_implementation, large_suite),
         },
@@ -229,6 +305,7 @@ async def measure_all(
     growths: list[tuple[str, str, float | None]] = [
         ("none", "run_contract, timeout=None", 1.25),
         ("default", "run_contract, default deadlines", 1.25),
+        ("kept", "hand loop keeping a CaseResult per case (the floor)", None),
         ("hand", "hand loop (for comparison)", None),
     ]
     for name, label, bound in growths:
@@ -249,10 +326,12 @@ async def measure_all(
     medians = await interleaved(
         {
             "hand": lambda: hand_loop(implementation, suite),
+            "scoped": lambda: hand_loop_scoped(implementation, suite),
+            "grouped": lambda: hand_loop_scoped(implementation, suite, group=True),
             "run": lambda: case_loop(each_case),
             "run none": lambda: case_loop(each_case_no_deadline),
         },
-        rounds,
+        3 * rounds,
     )
     per_case = {name: seconds / cases * 1e6 for name, seconds in medians.items()}
     hand = per_case["hand"]
@@ -272,6 +351,30 @@ async def measure_all(
             None,
         )
     )
+    rows.append(
+        Row(
+            "  floor: hand loop, one cancel scope with a deadline per case",
+            f"{per_case['scoped']:.2f} µs/case",
+            per_case["scoped"] / hand,
+            None,
+        )
+    )
+    rows.append(
+        Row(
+            "  for comparison: hand loop, one task group per case",
+            f"{per_case['grouped']:.2f} µs/case",
+            per_case["grouped"] / hand,
+            None,
+        )
+    )
+    rows.append(
+        Row(
+            "  await case.run() against the floor",
+            f"{per_case['run'] - per_case['scoped']:.2f} µs/case above it",
+            per_case["run"] / per_case["scoped"],
+            None,
+        )
+    )
 
     # Every case at once, each sleeping 10 ms, against a hand-written task group.
     async def nap(api: API) -> None:
@@ -284,8 +387,9 @@ async def measure_all(
             "hand": lambda: hand_group(implementation, suite),
             "default": lambda: ck.run_contract(implementation, suite, max_concurrency=lanes),
         },
-        rounds,
+        2 * rounds,
         repeat=5,
+        clock="wall",
     )
     rows.append(
         Row(
@@ -316,7 +420,7 @@ async def measure_all(
 
 
 def show(backend: str, rows: list[Row]) -> None:
-    print(f"backend={backend} (median over the rounds)")
+    print(f"backend={backend} (median over the rounds; CPU time, but the sleeping cases)")
     for row in rows:
         target = "" if row.target is None else f"  (target ≤ {row.target:g}×)"
         print(f"  {row.measure}\n      {row.figure}   {row.ratio:.2f}×{target}")

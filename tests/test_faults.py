@@ -450,6 +450,19 @@ def contract_case_run_of_a_spinning_case(trace: Trace, backend: Backend) -> None
     case.run_sync(backend=backend)  # type: ignore[arg-type]
 
 
+@fault(
+    propagates="TimeoutError", says=["it waited where no cancellation reached it"], on=["asyncio"]
+)
+def contract_case_run_of_a_case_waiting_shielded_forever(trace: Trace, backend: Backend) -> None:
+    async def shielded(api: Trace) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(60)
+
+    implementation, suite = contract(trace, {"first": shielded})
+    [case] = ck.contract_cases(implementation, suite, timeout=TINY)
+    case.run_sync(backend=backend)  # type: ignore[arg-type]
+
+
 # Reasons that say what happened.
 
 
@@ -640,6 +653,21 @@ def ctrl_c_during_a_case(trace: Trace, backend: Backend) -> Outcome:
 
     cases: dict[str, Case] = {"first": pressed, "second": passes}
     return run(backend, *contract(trace, cases, create=create), timeout=5)
+
+
+@fault(propagates="KeyboardInterrupt", extra=finished("first.slow"))
+def contract_case_run_ctrl_c_during_the_case(trace: Trace, backend: Backend) -> None:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        trace.defer(
+            scope, f"{case_id}.slow", finished_slowly(trace, f"{case_id}.slow"), is_async=True
+        )
+
+    async def pressed(api: Trace) -> None:
+        press_ctrl_c()
+        await anyio.sleep(60)
+
+    [case] = ck.contract_cases(*contract(trace, {"first": pressed}, create=create), timeout=5)
+    case.run_sync(backend=backend)  # type: ignore[arg-type]
 
 
 @fault(propagates="KeyboardInterrupt", extra=finished("first.pressed"))

@@ -41,7 +41,7 @@ class TestWatch:
             with Watch(0.2) as watch:
                 watch.frame = sys._getframe()
                 watch.case_id = "spin"
-                watch.start("case", time.monotonic() + 0.2)
+                watch.start("case", time.perf_counter() + 0.2)
                 try:
                     spin()
                 except StageStuck as stuck:
@@ -64,7 +64,7 @@ class TestWatch:
 
             with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
-                watch.start("case", time.monotonic() + 0.1)
+                watch.start("case", time.perf_counter() + 0.1)
                 watch.stop()
                 time.sleep(0.5)
                 print(watch.stack)
@@ -96,7 +96,7 @@ class TestWatch:
             with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
                 watch.case_id = "deaf"
-                watch.start("case", time.monotonic() + 0.1)
+                watch.start("case", time.perf_counter() + 0.1)
                 deaf()
                 watch.stop()
             """
@@ -111,7 +111,7 @@ class TestWatch:
             from conformkit._watchdog import StageStuck, Watch
 
             def deaf(until):
-                while time.monotonic() < until:
+                while time.perf_counter() < until:
                     try:
                         time.sleep(0.01)
                     except StageStuck:
@@ -120,8 +120,8 @@ class TestWatch:
             with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
                 watch.case_id = "deaf"
-                watch.start("case", time.monotonic() + 0.1)
-                deaf(time.monotonic() + 1.0)
+                watch.start("case", time.perf_counter() + 0.1)
+                deaf(time.perf_counter() + 1.0)
                 watch.stop()
             """
         )

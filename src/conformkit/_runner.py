@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+import _thread
 import functools
 import inspect
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from signal import SIGINT as _SIGINT
-from time import monotonic, perf_counter
 from types import CoroutineType, FrameType, GeneratorType, NoneType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
@@ -20,14 +18,14 @@ from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolati
 from ._explain import describe_error, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, declared_api
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
-from ._recording import CallRecorder, api_operations
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
-from ._scope import FeatureScope
+from ._scope import OWN_TASKS, FeatureScope, OwnTasks
 from ._shape import CreateCheck, open_twin
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._watchdog import (
     StageStuck,
     Watch,
+    clock,
     format_frames,
     interruptible,
     raise_in_thread,
@@ -38,11 +36,19 @@ if TYPE_CHECKING:
     import signal as _signal
 
     from anyio.abc import TaskGroup
+
+    from ._recording import CallRecorder
 else:
     # The C module under `signal`: its functions take a tenth of the time of
     # `signal`'s, which wrap every handler and number in an enum, and a run
-    # installs its handler each time it starts.
+    # installs its handler each time it starts; importing it costs nothing.
     import _signal
+
+_SIGINT: Final = _signal.SIGINT
+
+# Module-level names for the hot paths: an enum member is slow to look up on its class.
+_PASSED: Final = CaseStatus.PASSED
+_UNSUPPORTED: Final = CaseStatus.UNSUPPORTED
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
@@ -108,56 +114,67 @@ class _Lane(Watch):
     One lane of a run: its cases run one after another inside its cancel scope,
     each stage (``create``, then the case) under the run's deadline.
 
-    In a run of several cases, arming a stage only records when it is due, and
-    the run's one watchdog (:func:`_watch`) cancels the lane's scope if that
-    stage is still running then. A run of one case, ``ContractCase.run()``, has
-    no watchdog, whose task would cost more than the case itself: its lane's
-    cancel scope carries the deadline.
+    Starting a stage (in :meth:`Execution._stretch`, the hot path) only records
+    when it is due: in ``due``, and in ``deadline`` until something acts on it.
+    In a run of several cases, the run's one watchdog (:func:`_watch`) cancels
+    the lane's scope if that stage is still running then. A run of one case,
+    ``ContractCase.run()``, has no watchdog, whose task would cost more than the
+    case itself: its lane's cancel scope carries the deadline, given to it only
+    when the stage first waits (:func:`interruptible` calls :meth:`wait`). A
+    stage that never waits cannot be cancelled, and needs no timer; an overrun
+    of its shows when it returns.
 
     A lane is also a :class:`Watch`: the last-resort watchdog thread sees a stage
     that the event loop could not stop, and interrupts it.
     """
 
-    __slots__ = ("cancel_scope", "deadline", "fired", "watched")
+    __slots__ = (
+        "cancel_scope",
+        "deadline",
+        "driver",
+        "fired",
+        "stopped",
+        "timed",
+        "waker_made",
+        "watched",
+    )
 
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
     def __init__(self, timeout: float | None, *, watched: bool) -> None:
         super().__init__(timeout)
         self.watched = watched
-        self.deadline: float | None = None  # of the running stage, when watched
+        # The running stage's deadline: for the run's watchdog to act on, when
+        # watched; else until the lane's scope has it. None when not armed.
+        self.deadline: float | None = None
         self.fired = False  # the watchdog cancelled the scope
+        self.stopped = False  # Ctrl-C cancelled the scope (a run of one case)
+        self.timed = False  # the scope has a deadline (a run of one case)
+        self.waker_made = False  # see wait()
+        # What runs the lane's cases: its task awaits it, which finds the task.
+        self.driver: object = None
 
-    def arm(self, timeout: float, stage: str) -> None:
-        """Start a stage: it must end within ``timeout`` seconds from now."""
-        self.due = due = monotonic() + timeout
-        self.stage = stage
-        self.stuck_at = due + self.grace
-        if self.first_cancel is not None:
-            self.first_cancel = None
-        if self.watched:
-            self.deadline = due
-        else:
-            self.cancel_scope.deadline = anyio.current_time() + timeout
-
-    def next_stage(self, timeout: float, stage: str) -> None:
+    def wait(self) -> None:
         """
-        End a stage that returned by itself, which may still have overrun its
-        deadline (sync code that blocks the event loop is never cancelled), and
-        start the next one.
-
-        :raises _Late: if the stage ended after its deadline.
+        A stage of a run of one case waits: give the lane's scope its deadline,
+        and the watchdog thread the means to wake the task where no cancellation
+        reaches it, made now as a stage that never waits never needs either.
         """
-        now = monotonic()
-        if now > self.due:
-            raise _Late(now - self.due + timeout)
-        self.due = due = now + timeout
-        self.stage = stage
-        self.stuck_at = due + self.grace
-        if self.watched:
-            self.deadline = due
-        else:
-            self.cancel_scope.deadline = anyio.current_time() + timeout
+        due = self.deadline
+        if due is not None:
+            self.deadline = None
+            self.timed = True
+            self.cancel_scope.deadline = anyio.current_time() + (due - clock())
+            if not self.waker_made:
+                self.waker_made = True
+                self.wake = _waker()
+
+    def stop(self) -> None:
+        """Ctrl-C, in a run of one case: cancel the lane's scope, which is no overrun."""
+        self.stopped = True
+        cancel_scope = getattr(self, "cancel_scope", None)
+        if cancel_scope is not None:
+            cancel_scope.cancel()
 
     def disarm(self) -> bool:
         """
@@ -170,10 +187,11 @@ class _Lane(Watch):
         self.stuck_at = None
         if self.pending:
             self.settle()  # an exception raised into the thread as the stage ended
+        self.deadline = None
         if self.watched:
-            self.deadline = None
             return self.fired
-        return self.cancel_scope.cancel_called
+        # Only the deadline given to the scope, or Ctrl-C, cancels it.
+        return self.timed and not self.stopped and self.cancel_scope.cancel_called
 
     def overrun(self, error: BaseException | None, timeout: float, cancelled: bool) -> str:
         """
@@ -187,7 +205,7 @@ class _Lane(Watch):
             how = "it did not answer its cancellation" if cancelled else _BLOCKED
             return f" (ran {error.ran:.1f}s; {how})"
         if type(error) is StageStuck:
-            ran = monotonic() - self.due + timeout
+            ran = clock() - self.due + timeout
             return f" (ran {ran:.1f}s; {stuck_detail(error)})"
         if self.first_cancel is not None and self.where:
             return f" (cancelled in {self.where})"
@@ -216,7 +234,7 @@ async def _watch(lanes: list[_Lane], timeout: float) -> None:
     timeout when no stage is armed, and checks every lane again.
     """
     while True:
-        now = monotonic()
+        now = clock()
         wake = now + timeout
         for lane in lanes:
             deadline = lane.deadline
@@ -271,9 +289,11 @@ class RunPlan(Generic[API]):
         # Let go of the frames of the exceptions a report keeps, unless asked not to.
         self.release = not keep_tracebacks
         self.probe = probe_unsupported
-        self.operations = (
-            api_operations(declared_api(implementation.feature)) if reject_vacuous else None
-        )
+        self.operations = None
+        if reject_vacuous:
+            from ._recording import api_operations  # only a run that records needs it
+
+            self.operations = api_operations(declared_api(implementation.feature))
         # What create() returns is checked against the API type, and against the
         # APIs of the run's live scopes; with check_isolation, by a second create().
         self.check = CreateCheck(declared_api(implementation.feature))
@@ -312,7 +332,19 @@ class RunPlan(Generic[API]):
 class Execution(Generic[API]):
     """The state of one run: results so far, the task group, an interrupt to re-raise."""
 
-    __slots__ = ("called", "case_ids", "interrupt", "plan", "results", "spawner", "stragglers")
+    __slots__ = (
+        "called",
+        "case_ids",
+        "interrupt",
+        "plan",
+        "results",
+        "scope_type",
+        "spawner",
+        "stopper",
+        "stragglers",
+    )
+
+    spawner: TaskGroup | OwnTasks  # what starts the scopes' background work
 
     def __init__(self, plan: RunPlan[API], case_ids: tuple[str, ...]) -> None:
         self.plan = plan
@@ -323,6 +355,9 @@ class Execution(Generic[API]):
         # Scopes whose background work outlived its join: its later failures go
         # into the report.
         self.stragglers: list[FeatureScope] = []
+        # The lane that Ctrl-C stops, in a run of one case; else the task group's scope.
+        self.stopper: _Lane | None = None
+        self.scope_type: type[anyio.CancelScope] | None = None  # see _cancel_scope()
 
     def late_errors(self) -> list[BaseException]:
         """Failures of background work that ended after its case was judged."""
@@ -402,10 +437,14 @@ class Execution(Generic[API]):
         plan = self.plan
         case_ids = self.case_ids
         coverage = plan.coverage
-        if not plan.probe and all(type(coverage[case_id]) is Unsupported for case_id in case_ids):
-            for index, case_id in enumerate(case_ids):
-                self._unsupported(index, case_id)
-            return
+        if not plan.probe:
+            for case_id in case_ids:
+                if type(coverage[case_id]) is not Unsupported:
+                    break
+            else:  # every case unsupported: nothing runs
+                for index, case_id in enumerate(case_ids):
+                    self._unsupported(index, case_id)
+                return
         # Cases with a sync create and no await would never notice a
         # cancellation that came before the run.
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -414,46 +453,91 @@ class Execution(Generic[API]):
         queue = enumerate(case_ids)
         timeout = plan.timeout
         watched = len(case_ids) > 1
-        lanes = [
-            _Lane(timeout, watched=watched) for _ in range(min(max_concurrency, len(case_ids)))
-        ]
+        if watched:
+            lanes = [
+                _Lane(timeout, watched=True) for _ in range(min(max_concurrency, len(case_ids)))
+            ]
+        else:
+            lanes = [_Lane(timeout, watched=False)]
         signals = _Signals.install(self)
         try:
             if timeout is not None:
+                # In a run of one case, made when a stage first waits, if it does.
+                wake = _waker() if watched else None
+                interrupt = None if signals is None else signals.interrupt
                 for lane in lanes:
                     lane.__enter__()  # watched by the last-resort thread from now on
-                    lane.interrupt = None if signals is None else signals.interrupt
-            async with anyio.create_task_group() as task_group:
-                self.spawner = task_group
-                if watched and timeout is not None:
-                    task_group.start_soon(_watch, lanes, timeout)
-                if len(lanes) == 1:
-                    if timeout is None:
-                        await self._take_cases(lanes[0], queue, task_group)
-                    else:
-                        await self._work(lanes[0], queue, task_group)
+                    lane.interrupt = interrupt
+                    lane.wake = wake
+            if not watched:
+                # One case: no task group, whose opening and closing cost several
+                # times what a trivial case does; ContractCase.run() runs one case
+                # per call. Background work, if any, runs in tasks of its own
+                # (OwnTasks), each in its own cancel scope, cancelled and joined
+                # when its scope closes, as in a task group.
+                lane = lanes[0]
+                self.spawner = OWN_TASKS
+                self.stopper = lane
+                if timeout is None:
+                    await self._take_cases(lane, queue, None)
                 else:
-                    async with anyio.create_task_group() as workers:
-                        for lane in lanes:
-                            workers.start_soon(self._work, lane, queue, task_group)
-                if (watched and timeout is not None) or self.stragglers:
-                    # Stop the watchdog, and background work that outlived its join.
-                    # Only then: a cancellation costs more than a case.
-                    task_group.cancel_scope.cancel()
+                    lane.coroutine = coroutine = self._take_cases(lane, queue, None)
+                    lane.driver = driver = interruptible(coroutine, lane, waits=True)
+                    await driver
+                if self.stragglers:
+                    await _outlast(self.stragglers)
+            else:
+                async with anyio.create_task_group() as task_group:
+                    self.spawner = task_group
+                    if timeout is not None:
+                        task_group.start_soon(_watch, lanes, timeout)
+                    if len(lanes) == 1:
+                        await self._work(lanes[0], queue, task_group)
+                    else:
+                        async with anyio.create_task_group() as workers:
+                            for lane in lanes:
+                                workers.start_soon(self._work, lane, queue, task_group)
+                    if timeout is not None or self.stragglers:
+                        # Stop the watchdog, and background work that outlived its join.
+                        # Only then: a cancellation costs more than a case.
+                        task_group.cancel_scope.cancel()
         finally:
             if timeout is not None:
                 for lane in lanes:
                     lane.__exit__()
             if signals is not None:
                 signals.restore()
+            for lane in lanes:
+                # Let go of what refers back to the lane or to the run: cycles
+                # that only the garbage collector would break, which it does
+                # at a cost that grows with everything else alive.
+                lane.interrupt = lane.wake = lane.frame = lane.coroutine = lane.driver = None
+            self.stopper = None
         if self.interrupt is not None:
             raise self.interrupt
+
+    def _cancel_scope(self) -> anyio.CancelScope:
+        """
+        A new cancel scope. ``anyio.CancelScope()`` looks up the running event
+        loop's kind each time; a run's lanes need one each, of the same type,
+        made directly once the first shows it.
+        """
+        kind = self.scope_type
+        if kind is None:
+            scope = anyio.CancelScope()
+            self.scope_type = type(scope)
+            return scope
+        return kind()
 
     def stop(self) -> None:
         """Stop the run for Ctrl-C: cancel the cases in flight, then raise KeyboardInterrupt."""
         if self.interrupt is None:
             self.interrupt = KeyboardInterrupt()
-        self.spawner.cancel_scope.cancel()
+        spawner = self.spawner
+        if self.stopper is not None:
+            self.stopper.stop()
+        elif not isinstance(spawner, OwnTasks):  # else the run of one case has ended
+            spawner.cancel_scope.cancel()
 
     def _note(self, case_id: str, errors: Iterable[BaseException | None]) -> None:
         """Keep the failures seen while the run stops in the notes of its interrupt."""
@@ -466,7 +550,7 @@ class Execution(Generic[API]):
 
     def _unsupported(self, index: int, case_id: str) -> None:
         reason = cast("Unsupported", self.plan.coverage[case_id]).reason
-        self.results[index] = case_result(case_id, CaseStatus.UNSUPPORTED, reason)
+        self.results[index] = case_result(case_id, _UNSUPPORTED, reason)
 
     async def _work(
         self,
@@ -480,21 +564,22 @@ class Execution(Generic[API]):
         # Under deadlines, the lane's stages can be interrupted from outside:
         # a stage that ignores its cancellation gets StageStuck thrown in instead.
         lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
-        lane.wake = _waker()
-        await interruptible(coroutine, lane)
+        lane.driver = driver = interruptible(coroutine, lane)
+        await driver
 
     async def _take_cases(
         self,
         lane: _Lane,
         queue: Iterator[tuple[int, str]],
-        task_group: TaskGroup,
+        task_group: TaskGroup | None,
     ) -> None:
+        """Run cases from the queue until it is empty; ``task_group`` holds the other lanes."""
         try:
             while True:
                 # A fresh cancel scope for each stretch of cases: a deadline cancels
                 # it when a stage overruns, and the next case needs a new one.
-                with anyio.CancelScope() as lane.cancel_scope:
-                    lane.fired = False
+                with self._cancel_scope() as lane.cancel_scope:
+                    lane.fired = lane.timed = False
                     if await self._stretch(lane, queue):
                         return
                 # Left a scope a deadline cancelled; an outside cancellation
@@ -507,7 +592,8 @@ class Execution(Generic[API]):
             # and let run() re-raise it, unwrapped, once everything is cleaned up.
             if self.interrupt is None:
                 self.interrupt = exc
-            task_group.cancel_scope.cancel()
+            if task_group is not None:
+                task_group.cancel_scope.cancel()
 
     async def _stretch(self, lane: _Lane, queue: Iterator[tuple[int, str]]) -> bool:
         """
@@ -535,9 +621,7 @@ class Execution(Generic[API]):
         sync_cases = plan.sync_cases
         check = plan.check
         isolation = plan.isolation
-        passed = CaseStatus.PASSED
-        if timeout is not None:
-            lane.frame = sys._getframe()  # on the thread's stack while a stage runs
+        grace = lane.grace
         for index, case_id in queue:
             declared: str | None = None
             marker = coverage[case_id]
@@ -552,10 +636,15 @@ class Execution(Generic[API]):
             recorder: CallRecorder | None = None
             admitted: int | None = None
             stage = "create"
-            started = perf_counter()
+            started = clock()
             if timeout is not None:
+                # Arm the stage: it must end within the timeout.
                 lane.case_id = case_id
-                lane.arm(timeout, stage)
+                lane.due = lane.deadline = due = started + timeout
+                lane.stage = stage
+                lane.stuck_at = due + grace
+                if lane.first_cancel is not None:
+                    lane.first_cancel = None
             try:
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an
@@ -573,8 +662,18 @@ class Execution(Generic[API]):
                     await open_twin(create, scope, check)
                 stage = "case"
                 if timeout is not None:
-                    lane.next_stage(timeout, stage)
+                    # The next stage, once this one ended, which may still have
+                    # overrun its deadline: sync code that blocks the event loop
+                    # is never cancelled.
+                    now = clock()
+                    if now > lane.due:
+                        raise _Late(now - lane.due + timeout)
+                    lane.due = lane.deadline = due = now + timeout
+                    lane.stage = stage
+                    lane.stuck_at = due + grace
                 if record:
+                    from ._recording import CallRecorder
+
                     recorder = CallRecorder()
                     created = recorder.wrap(created)
                 sync = sync_cases.get(function)
@@ -588,21 +687,24 @@ class Execution(Generic[API]):
                 lane.stuck_at = None  # first: the watchdog interrupts only the stage
                 error = exc
             overran: str | None = None
+            ended: float | None = None  # when the case ended, under deadlines
             if timeout is not None:
-                if error is None:
-                    # Returned by itself, maybe after its deadline: sync code that
+                ended = clock()
+                if error is None and ended > lane.due:
+                    # Returned by itself, but after its deadline: sync code that
                     # blocks the event loop is never cancelled.
-                    now = monotonic()
-                    if now > lane.due:
-                        error = _Late(now - lane.due + timeout)
+                    error = _Late(ended - lane.due + timeout)
                 cancelled = lane.disarm()
                 if cancelled or type(error) in _OVERRUNS:
                     # Read now: the cleanups rearm the lane.
                     overran = lane.overrun(error, timeout, cancelled)
-            cleanup_errors = await scope._close()
+            closing = scope._close_soon(ended)
+            cleanup_errors = closing if isinstance(closing, list) else await closing
+            # Under deadlines, closing read the clock as its last cleanup ended.
             if admitted is not None:
                 check.release(admitted, scope)
-            duration = perf_counter() - started
+            closed = scope._begun
+            duration = (closed if ended is not None and closed >= ended else clock()) - started
             spent = overran is not None
             if scope._awaited:
                 # Closing awaited: it joined background work or ran async cleanups.
@@ -616,7 +718,7 @@ class Execution(Generic[API]):
                     if not spent:
                         await anyio.lowlevel.checkpoint_if_cancelled()
             if error is None and not cleanup_errors and overran is None and recorder is None:
-                result = case_result(case_id, passed, None, None, (), duration)
+                result = case_result(case_id, _PASSED, None, None, (), duration)
             else:
                 result = await self._conclude(
                     case_id, stage, error, cleanup_errors, duration, overran, recorder
@@ -690,6 +792,18 @@ class Execution(Generic[API]):
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
 
 
+async def _outlast(stragglers: list[FeatureScope]) -> None:
+    """
+    Wait, as a task group would, for background work that outlived its join,
+    in a run of one case: its scope cancelled it, and interrupted it.
+    """
+    with anyio.CancelScope(shield=True):
+        for scope in stragglers:
+            background = scope._background
+            if background is not None and background.done is not None:
+                await background.done.wait()
+
+
 def _stack_of(error: BaseException) -> str:
     """The innermost frames of an exception's traceback, formatted."""
     import traceback  # only where an error is described
@@ -699,25 +813,24 @@ def _stack_of(error: BaseException) -> str:
 
 def _waker() -> Callable[[Watch, float], None] | None:
     """
-    On asyncio, a function the watchdog thread calls to wake the current task
-    where no cancellation reaches it (a shielded wait, a thread it waits for),
-    so that it gets StageStuck; ``None`` on trio, which has no such means.
+    On asyncio, a function the watchdog thread calls to wake the task of a
+    lane's stage where no cancellation reaches it (a shielded wait, a thread it
+    waits for), so that it gets StageStuck; ``None`` on trio, which has no such
+    means. One serves a whole run: it finds the lane's task only when it must.
     """
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
         return None
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # not on asyncio
-        return None
-    task = asyncio.current_task()
-    if task is None:
+    loop = asyncio._get_running_loop()
+    if loop is None:  # not on asyncio
         return None
 
     def wake_task(watch: Watch, stage: float) -> None:
         if watch.stuck_at == stage and watch.stage != "cleanup":
-            watch.forced = True
-            task.cancel()
+            task = _task_awaiting(asyncio.all_tasks(loop), getattr(watch, "driver", None))
+            if task is not None:
+                watch.forced = True
+                task.cancel()
 
     def wake(watch: Watch, stage: float) -> None:
         loop.call_soon_threadsafe(wake_task, watch, stage)
@@ -725,7 +838,32 @@ def _waker() -> Callable[[Watch, float], None] | None:
     return wake
 
 
-_MAIN_THREAD: Final = threading.main_thread().ident
+def _task_awaiting(tasks: Iterable[Any], awaitable: object) -> Any:
+    """The task whose chain of awaits holds ``awaitable``, if any."""
+    if awaitable is None:
+        return None
+    for task in tasks:
+        current: object = task.get_coro()
+        for _ in range(200):  # a chain is never this deep; a cycle would be
+            if current is awaitable:
+                return task
+            inner = getattr(current, "cr_await", None)
+            current = inner if inner is not None else getattr(current, "gi_yieldfrom", None)
+            if current is None:
+                break
+    return None
+
+
+_main_thread: int | None = None  # its ident, once a run needed it
+
+
+def _on_main_thread() -> bool:
+    global _main_thread
+    if _main_thread is None:
+        import threading  # imported by the event loop by now, not with conformkit
+
+        _main_thread = threading.main_thread().ident
+    return _thread.get_ident() == _main_thread
 
 
 @final
@@ -749,30 +887,34 @@ class _Signals:
         self.execution = execution
         self.pending: tuple[Watch, float] | None = None
         self.pressed = False  # Ctrl-C was pressed once
-        self.handle = self._handle  # one bound method, to know it again
+        # The one bound method installed, to know it again; let go once
+        # restored, as it makes a cycle that only the garbage collector breaks.
+        self.handle: object = _RESTORED
 
     @classmethod
     def install(cls, execution: Execution[Any]) -> _Signals | None:
         """Install the handler; ``None`` off the main thread, or over a handler not in Python."""
-        if threading.get_ident() != _MAIN_THREAD:
+        if not _on_main_thread():
             return None
         previous = _signal.getsignal(_SIGINT)
         if not callable(previous):
             return None
         signals = cls(previous, execution)
-        _signal.signal(_SIGINT, signals.handle)
+        signals.handle = handle = signals._handle
+        _signal.signal(_SIGINT, handle)
         return signals
 
     def restore(self) -> None:
         if _signal.getsignal(_SIGINT) is self.handle:
             _signal.signal(_SIGINT, self.previous)
+        self.handle = _RESTORED
 
     def interrupt(self, watch: Watch, stage: float) -> None:
         """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
         self.pending = (watch, stage)
         kill = getattr(_signal, "pthread_kill", None)  # not on Windows
         if kill is not None and _signal.getsignal(_SIGINT) is self.handle:
-            kill(_MAIN_THREAD, _SIGINT)
+            kill(cast("int", _main_thread), _SIGINT)
         else:  # the code under test replaced the handler
             self.pending = None
             raise_in_thread(watch, stage)
@@ -795,10 +937,13 @@ class _Signals:
         if watch.stuck_at != stage:
             return  # the stage ended meanwhile
         while frame is not None:
-            if frame is watch.frame:
+            if frame is watch.running_frame():
                 raise watch.stuck()
             frame = frame.f_back
 
+
+_RESTORED: Final = object()
+"""What a run's SIGINT handler is known by once the run put the previous one back."""
 
 _CallSoon = Callable[[Callable[[], object]], object]
 
@@ -1157,11 +1302,15 @@ class ContractCase(Generic[API]):
             from ._skip import CaseUnsupported  # imports unittest: only when needed
 
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
-        execution = await self._plan.run((self.id,), 1)
-        report = execution.report()
-        [result], late_errors = report.results, report.cleanup_errors
-        if result.status is CaseStatus.PASSED and not late_errors:
+        execution = Execution(self._plan, (self.id,))
+        await execution.run(1)
+        result = execution.results[0]
+        if result is None:
+            execution.report()  # raises, saying the result was lost
+            raise AssertionError("unreachable")
+        if result.status is _PASSED and not execution.stragglers:
             return
+        late_errors = execution._released(execution.late_errors())
         errors = [
             *([result.error] if result.error is not None else []),
             *result.cleanup_errors,

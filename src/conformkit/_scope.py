@@ -5,10 +5,10 @@ from __future__ import annotations
 import enum
 import inspect
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from time import monotonic
+from contextvars import ContextVar, copy_context
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, TypeVarTuple, cast, final
 
 import anyio
@@ -19,7 +19,7 @@ from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
 from ._shape import session_check
 from ._util import callable_name
-from ._watchdog import Guard, StageStuck, Watch, interruptible, stuck_detail
+from ._watchdog import Guard, StageStuck, Watch, clock, interruptible, stuck_detail
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -60,6 +60,7 @@ class FeatureScope:
     __slots__ = (
         "_awaited",
         "_background",
+        "_begun",
         "_case_id",
         "_cleanups",
         "_closed",
@@ -72,9 +73,11 @@ class FeatureScope:
         "_watch",
     )
 
+    _outcome: list[BaseException]
+
     def __init__(
         self,
-        spawner: TaskGroup,
+        spawner: TaskGroup | OwnTasks,
         feature_id: str,
         case_id: str | None,
         timeout: float | None,
@@ -91,10 +94,13 @@ class FeatureScope:
         self._closing: anyio.Event | None = None
         self._closed: anyio.Event | None = None
         self._background: _Background | None = None
-        self._outcome: list[BaseException] = []
         # Whether closing awaited (shielded) anything: an outside cancellation
         # that arrived meanwhile is still pending, and the host must honour it.
         self._awaited = False
+        # When the running cleanup started, in clock() seconds, under a deadline:
+        # once closed, when the last one ended.
+        self._begun = 0.0
+        # `_outcome`, the failures every closer gets, is set once closing starts.
         # The runner's lane, which the watchdog thread watches: each cleanup is a
         # stage it may interrupt. None outside a run.
         self._watch = watch
@@ -124,9 +130,10 @@ class FeatureScope:
         :raises TypeError: if ``cleanup`` is not callable.
         :raises RuntimeError: if the scope has started closing.
         """
-        if not callable(cleanup):
-            raise TypeError(f"defer() needs a callable taking no arguments, got {cleanup!r}")
-        self._check_open("defer()")
+        if self._state is not _OPEN or not callable(cleanup):  # one test, on the way of each case
+            if not callable(cleanup):
+                raise TypeError(f"defer() needs a callable taking no arguments, got {cleanup!r}")
+            self._check_open("defer()")
         self._cleanups.append(cleanup)
         return cleanup
 
@@ -205,6 +212,39 @@ class FeatureScope:
             if background.live == 0 and background.done is not None:
                 background.done.set()
 
+    def _close_soon(
+        self, now: float | None = None
+    ) -> list[BaseException] | Coroutine[Any, Any, list[BaseException]]:
+        """
+        Close the scope as :meth:`_close` does, at once when that awaits nothing:
+        the failures, or else the coroutine that finishes closing, to await.
+
+        Closing awaits nothing when the scope is open, has no background work and
+        its cleanups are sync, as most are; a coroutine would cost more than the
+        rest of closing then.
+
+        :param now: ``clock()`` read just now, if the caller did; under a
+            deadline, ``_begun`` is when the last cleanup ended, once closed.
+        """
+        if self._state is not _OPEN or self._background is not None:
+            return self._close()
+        self._state = _CLOSING
+        errors: list[BaseException] = []
+        self._outcome = errors
+        try:
+            if self._closing is not None:
+                self._closing.set()
+            if now is None and self._timeout is not None:
+                now = clock()
+            pending = self._clean_up(errors, now)
+        except BaseException:  # StageStuck or a signal's, between two cleanups
+            self._state = _CLOSED
+            raise
+        if pending is None:
+            self._state = _CLOSED
+            return errors
+        return self._finish_close(pending, errors)
+
     async def _close(self) -> list[BaseException]:
         """
         Close the scope once and return the failures; later and concurrent callers
@@ -235,27 +275,90 @@ class FeatureScope:
                 self._closing.set()
             if self._background is not None:
                 await self._join_background(self._background, errors)
-            timeout = self._timeout
-            cleanups = self._cleanups
-            # Each cleanup is a stage: one that returns after its deadline fails
-            # too, sync code included, though nothing could cancel it; and the
-            # watchdog thread may interrupt it (outside a run, nothing watches).
-            watch = self._watch or _UNWATCHED
+            pending = self._clean_up(errors, clock() if self._timeout is not None else None)
+        except BaseException:
+            self._state = _CLOSED
+            if self._closed is not None:
+                self._closed.set()
+            raise
+        return await self._finish_close(pending, errors)
+
+    def _clean_up(
+        self,
+        errors: list[BaseException],
+        start: float | None = None,
+        ended: Callable[[], object] | None = None,
+        detail: str | None = None,
+    ) -> tuple[Callable[[], object], Awaitable[object]] | None:
+        """
+        Run the cleanups, last registered first, until one returns an awaitable:
+        return it with its cleanup, for :meth:`_finish_close` to await, its
+        stage still armed; ``None`` once every cleanup has run.
+
+        Each cleanup is a stage: one that returns after its deadline fails too,
+        sync code included, though nothing could cancel it; and the watchdog
+        thread may interrupt it (outside a run, nothing watches).
+
+        :param start: on the first call, which arms the watch for the cleanups,
+            ``clock()`` now, under a deadline.
+        :param ended: the async cleanup that has just been awaited, and
+            ``detail``, how it overran when that is known.
+        """
+        cleanups = self._cleanups
+        timeout = self._timeout
+        watch = self._watch or _UNWATCHED
+        if ended is None:
             watch.stage = "cleanup"
             if watch.first_cancel is not None:
                 watch.first_cancel = None
-            stuck_after = watch.grace + (timeout or 0.0)
-            begun = monotonic() if timeout is not None and cleanups else 0.0
-            while cleanups:
-                cleanup = cleanups.pop()
-                detail: str | None = None  # how it overran, when that is known
-                watch.stuck_at = begun + stuck_after
+            self._begun = 0.0 if start is None else start
+        stuck_after = watch.grace + (timeout or 0.0)
+        cleanup = ended
+        while True:
+            if cleanup is not None:
+                # It ended: it failed if it overran; the next one starts now.
+                if watch.pending:
+                    watch.settle()
+                if timeout is not None:
+                    now = clock()
+                    ran = now - self._begun
+                    if detail is not None or ran > timeout:
+                        errors.append(
+                            self._overrun(f"cleanup {callable_name(cleanup)}", ran, detail)
+                        )
+                    self._begun = now
+            if not cleanups:
+                return None
+            cleanup = cleanups.pop()
+            detail = None
+            watch.stuck_at = self._begun + stuck_after
+            try:
+                result = cleanup()
+                if result is not None and inspect.isawaitable(result):
+                    return cleanup, result
+                watch.stuck_at = None  # no call before: nothing may interrupt it
+            except StageStuck as stuck:
+                watch.stuck_at = None
+                detail = stuck_detail(stuck)
+            except BaseException as exc:
+                watch.stuck_at = None
+                errors.append(exc)
+
+    async def _finish_close(
+        self,
+        pending: tuple[Callable[[], object], Awaitable[object]] | None,
+        errors: list[BaseException],
+    ) -> list[BaseException]:
+        """Await the async cleanup ``pending`` and run the rest; the scope is closed then."""
+        watch = self._watch or _UNWATCHED
+        try:
+            while pending is not None:
+                cleanup, result = pending
+                self._awaited = True
+                detail: str | None = None
                 try:
-                    result = cleanup()
-                    if result is not None and inspect.isawaitable(result):
-                        self._awaited = True
-                        detail = await self._await_cleanup(result)
-                        watch.first_cancel = None
+                    detail = await self._await_cleanup(result)
+                    watch.first_cancel = None
                     watch.stuck_at = None  # no call before: nothing may interrupt it
                 except StageStuck as stuck:
                     watch.stuck_at = None
@@ -263,14 +366,7 @@ class FeatureScope:
                 except BaseException as exc:
                     watch.stuck_at = None
                     errors.append(exc)
-                if watch.pending:
-                    watch.settle()
-                if timeout is not None:
-                    ended = monotonic()
-                    if detail is not None or ended - begun > timeout:
-                        what = f"cleanup {callable_name(cleanup)}"
-                        errors.append(self._overrun(what, ended - begun, detail))
-                    begun = ended
+                pending = self._clean_up(errors, ended=cleanup, detail=detail)
         finally:
             self._state = _CLOSED
             if self._closed is not None:
@@ -285,7 +381,7 @@ class FeatureScope:
             background.done = done = anyio.Event()
             for cancel_scope in background.scopes:
                 cancel_scope.cancel()
-            begun = monotonic()
+            begun = clock()
             timeout = self._timeout
             with anyio.move_on_after(_deadline(timeout), shield=True) as deadline:
                 await done.wait()
@@ -293,7 +389,7 @@ class FeatureScope:
             if outlived and timeout is not None:
                 # Work that swallows its cancellation is cancelled again at its next
                 # step: it gets StageStuck then, and ends. Give it a moment to.
-                now = monotonic()
+                now = clock()
                 for guard in background.guards:
                     guard.due = now
                 with anyio.move_on_after(min(timeout, 1.0), shield=True) as grace:
@@ -301,7 +397,7 @@ class FeatureScope:
                 outlived = grace.cancelled_caught
             background.outlived = outlived
             background.overran = deadline.cancelled_caught
-            ran = monotonic() - begun
+            ran = clock() - begun
             if timeout is not None and ran > timeout and not deadline.cancelled_caught:
                 late = self._overrun("the join of background work", ran, None)
         errors.extend(background.errors)  # work that failed before closing, too
@@ -346,7 +442,7 @@ class FeatureScope:
                 with anyio.CancelScope(shield=True):
                     await result
                 return None
-            guard = Guard(monotonic() + timeout, min(timeout, 1.0), self._watch)
+            guard = Guard(clock() + timeout, min(timeout, 1.0), self._watch)
             with anyio.move_on_after(timeout, shield=True) as deadline:
                 await interruptible(result, guard)
         finally:
@@ -400,6 +496,47 @@ class _Background:
                 self.timed_out.add_note(f"the work failed later: {describe_error(error)}")
         else:
             self.errors.append(error)
+
+
+@final
+class OwnTasks:
+    """
+    Starts each piece of background work as a task of its own: the spawner of a
+    run of one case, which opens no task group, as opening one costs several
+    times what a trivial case does.
+
+    Nothing is lost by it: the work runs in a cancel scope of its own, which the
+    scope's closing cancels before it waits for the work; the work never lets an
+    exception out (:meth:`FeatureScope._run_background` keeps it for the scope);
+    and the run waits for work that outlived its join before it returns.
+    """
+
+    __slots__ = ("running",)
+
+    def __init__(self) -> None:
+        # asyncio keeps only weak references to its tasks: held here until each ends.
+        self.running: set[Any] = set()
+
+    def start_soon(
+        self, function: Callable[..., Awaitable[Any]], *args: Any, name: object = None
+    ) -> None:
+        if name is None:  # as a task group names it
+            name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}"
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is not None and asyncio._get_running_loop() is not None:
+            task = asyncio.create_task(function(*args), name=str(name))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+            return
+        import trio  # on trio, then
+
+        # A system task, as trio starts no other task without a nursery; in the
+        # context of the code that started it, as a nursery's task would be.
+        trio.lowlevel.spawn_system_task(function, *args, name=name, context=copy_context())
+
+
+OWN_TASKS: Final = OwnTasks()
+"""The one :class:`OwnTasks` of the process: it keeps no state but the tasks running."""
 
 
 _UNWATCHED: Final = Watch(None)

@@ -27,24 +27,26 @@ to the stuck hook with its stack, so nothing hangs without saying where.
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import types
 from collections.abc import Callable, Generator
-from time import monotonic
+from time import perf_counter as clock
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
 if TYPE_CHECKING:
+    import threading
     import traceback
 
 __all__ = [
     "Guard",
     "StageStuck",
     "Watch",
+    "clock",
     "format_frames",
     "frames_of",
     "interruptible",
@@ -53,6 +55,10 @@ __all__ = [
     "stuck_detail",
     "summary",
 ]
+
+# `clock()` is the clock of every deadline, here and in the runners: time.perf_counter,
+# which times each case's duration too, so that one reading serves both (on Linux
+# and macOS it is the clock of time.monotonic; on Windows a finer one).
 
 _POLL: Final = 0.05
 """Seconds between the thread's looks at the armed stages, while any run is watched."""
@@ -84,7 +90,7 @@ class Guard:
     Used through :func:`interruptible`, which calls :meth:`intercept` only when an
     exception is thrown in: nothing on the way of a stage that is not cancelled.
 
-    :ivar due: when the stage must end, in monotonic seconds.
+    :ivar due: when the stage must end, in :func:`clock` seconds.
     :ivar first_cancel: when the stage, past its deadline, was first cancelled;
         ``where`` holds its innermost frames at that moment.
     """
@@ -104,7 +110,7 @@ class Guard:
         """The exception to throw into the guarded code instead of ``exc``."""
         if not isinstance(exc, anyio.get_cancelled_exc_class()):
             return exc
-        now = monotonic()
+        now = clock()
         if now < self.due:
             return exc  # the code's own cancellation, not the deadline's
         if self.first_cancel is None:
@@ -127,7 +133,7 @@ class Watch(Guard):
     are attribute writes, cheap enough for every stage of every case. The
     runner's lanes are watches.
 
-    :ivar stuck_at: the monotonic time after which the armed stage is stuck, or
+    :ivar stuck_at: the :func:`clock` time after which the armed stage is stuck, or
         ``None`` when no stage is armed. It also tells stages apart, so that a
         look the watchdog took at one stage is never acted on at the next.
     :ivar due: when the armed stage must end (of a cleanup: not kept).
@@ -135,7 +141,7 @@ class Watch(Guard):
         cancellations of a cleanup are not intercepted (each async cleanup is
         guarded on its own).
     :ivar frame: a frame that is on the event loop thread's stack exactly while
-        the watched code runs there.
+        the watched code runs there; if ``None``, the frame of ``coroutine``.
     :ivar coroutine: the watched code's coroutine, whose frames show where it
         waits when it does not run.
     :ivar stack: the stack of the stuck code, once the watchdog looked at it.
@@ -173,12 +179,23 @@ class Watch(Guard):
         self.pending = False  # an exception was raised into the thread, not yet seen
         self.frame: FrameType | None = None
         self.coroutine: object = None
-        self.thread_id = threading.get_ident()
-        self.lock: threading.Lock | None = None  # made by the watchdog, if it raises
+        self.thread_id = _thread.get_ident()
+        self.lock: _thread.LockType | None = None  # made by the watchdog, if it raises
         # Set by the host: interrupt the event loop's thread (a signal), and wake
         # a task that no cancellation reaches (asyncio); None when it cannot.
         self.interrupt: Callable[[Watch, float], None] | None = None
         self.wake: Callable[[Watch, float], None] | None = None
+
+    def running_frame(self) -> FrameType | None:
+        """
+        The frame that is on the event loop thread's stack while the watched
+        code runs: ``frame``, or else the coroutine's own, looked up only now
+        (a frame object is made when first asked for, and costs its memory and
+        the garbage collector's time).
+        """
+        if self.frame is not None:
+            return self.frame
+        return getattr(self.coroutine, "cr_frame", None)
 
     def label(self) -> str:
         """What is running, for a message: ``case 'c' (stage 'case')``."""
@@ -192,7 +209,7 @@ class Watch(Guard):
         return StageStuck()
 
     def start(self, stage: str, due: float) -> None:
-        """Watch a stage that must end by ``due`` (monotonic seconds)."""
+        """Watch a stage that must end by ``due`` (:func:`clock` seconds)."""
         self.stage = stage
         self.due = due
         self.first_cancel = None
@@ -242,7 +259,7 @@ class Watch(Guard):
 
 
 @types.coroutine
-def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
+def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generator[Any, Any, Any]:
     """
     Await ``awaitable``, letting ``watch.intercept`` replace each exception thrown in.
 
@@ -250,6 +267,10 @@ def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
     ``outcome.Error`` that the innermost frame unwraps. Either is intercepted. A
     step that carries no exception costs one type check. ``watch`` is anything
     with ``intercept(exc, coroutine)``.
+
+    :param waits: call ``watch.wait()`` before the awaitable waits, while
+        ``watch.deadline`` is not ``None`` (a stage is armed): what only a
+        stage that waits needs is made then.
     """
     if isinstance(awaitable, types.CoroutineType | types.GeneratorType):
         coroutine = awaitable
@@ -266,6 +287,8 @@ def interruptible(awaitable: Any, watch: Any) -> Generator[Any, Any, Any]:
         return stop.value
     value: Any
     while True:
+        if waits and watch.deadline is not None:
+            watch.wait()
         try:
             value = yield yielded
         except BaseException as exc:  # thrown in by the event loop: passed on, or replaced
@@ -416,7 +439,9 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self.watches: set[Watch] = set()
-        self.lock = threading.Lock()
+        import threading  # imported by the event loop by now, not with conformkit
+
+        self.lock = _thread.allocate_lock()
         self.wake = threading.Event()  # set by add() while the thread sleeps
         self.sleeping = False
         self.thread: threading.Thread | None = None
@@ -424,42 +449,58 @@ class _Watchdog:
         self.fired: dict[Watch, tuple[float, float]] = {}
 
     def add(self, watch: Watch) -> None:
-        with self.lock:
-            self.watches.add(watch)
-            if self.sleeping:
-                self.sleeping = False
-                self.wake.set()
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(
-                    target=self.run, name="conformkit watchdog", daemon=True
-                )
-                self.thread.start()
+        # No lock on the way of every run: a set's add is atomic, and the thread
+        # never sleeps past a watch added (see _look()).
+        self.watches.add(watch)
+        if self.sleeping or self.thread is None:
+            with self.lock:
+                if self.sleeping:
+                    self.sleeping = False
+                    self.wake.set()
+                if self.thread is None:  # it never ends, but in a child process: see _forked()
+                    import threading
+
+                    self.thread = threading.Thread(
+                        target=self.run, name="conformkit watchdog", daemon=True
+                    )
+                    self.thread.start()
 
     def discard(self, watch: Watch) -> None:
-        with self.lock:
-            self.watches.discard(watch)
-            if self.fired:
-                self.fired.pop(watch, None)
+        self.watches.discard(watch)
+        if self.fired:
+            self.fired.pop(watch, None)
 
     def run(self) -> None:
+        try:
+            self._look()
+        finally:  # a stuck hook raised: the next watch added starts a new thread
+            self.thread = None
+
+    def _look(self) -> None:
+        import threading
+
         pause = threading.Event()
         idle = 0
         while True:
             pause.wait(_POLL)
-            now = monotonic()
-            with self.lock:
-                watches = list(self.watches)
-                if watches:
-                    idle = 0
-                else:
-                    idle += 1
-                    if idle * _POLL >= 1.0:  # a second without a run: sleep till the next
-                        self.sleeping = True
-                        self.wake.clear()
-            if self.sleeping:
-                self.wake.wait()
+            now = clock()
+            watches = list(self.watches)
+            if watches:
                 idle = 0
-                continue
+            else:
+                idle += 1
+                if idle * _POLL >= 1.0:  # a second without a run: sleep till the next
+                    with self.lock:
+                        self.wake.clear()
+                        self.sleeping = True
+                    # A watch added before `sleeping` was set saw it unset, and
+                    # woke nobody: it is seen here. One added after it wakes us.
+                    if self.watches:
+                        self.sleeping = False
+                    else:
+                        self.wake.wait()
+                    idle = 0
+                    continue
             for watch in watches:
                 stuck_at = watch.stuck_at
                 if stuck_at is None or now < stuck_at:
@@ -475,7 +516,7 @@ class _Watchdog:
 
 def _fire(watch: Watch, stage: float) -> None:
     """A stage is stuck: interrupt it where it runs."""
-    if on_thread_stack(watch.thread_id, watch.frame):
+    if on_thread_stack(watch.thread_id, watch.running_frame()):
         # The event loop's thread is running the stage: sync code blocks the loop.
         watch.stack = format_frames(thread_frames(watch.thread_id))
         if watch.interrupt is not None:
@@ -488,7 +529,7 @@ def _fire(watch: Watch, stage: float) -> None:
 
 def _report(watch: Watch, stage: float) -> None:
     """A stage is still stuck after its interruption: say where, through the hook."""
-    if on_thread_stack(watch.thread_id, watch.frame):
+    if on_thread_stack(watch.thread_id, watch.running_frame()):
         stack = format_frames(thread_frames(watch.thread_id))
     else:
         stack = format_frames(frames_of(watch.coroutine))
@@ -501,7 +542,7 @@ def _report(watch: Watch, stage: float) -> None:
 def raise_in_thread(watch: Watch, stage: float) -> None:
     """Raise StageStuck in the event loop's thread, unless the stage ends first."""
     if watch.lock is None:
-        watch.lock = threading.Lock()
+        watch.lock = _thread.allocate_lock()
     watch.pending = True  # before the look at the stage: see Watch.stop()
     with watch.lock:
         if watch.stuck_at == stage:
@@ -519,7 +560,24 @@ def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> Non
 
 
 _the_watchdog: _Watchdog | None = None
-_create_lock = threading.Lock()
+_create_lock = _thread.allocate_lock()
+
+
+def _forked() -> None:
+    """In a child process, which has no watchdog thread: one is started when next needed."""
+    watchdog = _the_watchdog
+    if watchdog is not None:
+        watchdog.thread = None
+        # Another thread may have held these at the fork.
+        import threading
+
+        watchdog.lock = _thread.allocate_lock()
+        watchdog.wake = threading.Event()
+        watchdog.sleeping = False
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _watchdog() -> _Watchdog:
