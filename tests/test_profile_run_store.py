@@ -542,9 +542,30 @@ class TestDeclaredFields:
     """The store's persisted_fields decide what is checked; claims can neither hide nor add."""
 
     def test_a_store_persisting_fewer_fields_needs_no_claims(self) -> None:
-        """Declaring two fields, without claims, passes; the other fields have nothing to keep."""
+        """
+        Declaring two fields, without claims, fails nothing: the fidelity of the
+        other fields is a gap the report shows, unsupported with the reason,
+        never a pass.
+        """
         report = ck.run_contract_sync(Unclaimed(StatusOnly), run_store.suite)
-        ck.assert_contract(report, require_full=True)
+        assert failed(report) == set()
+        unsupported = {
+            result.case_id: result.reason
+            for result in report.results
+            if result.status is ck.CaseStatus.UNSUPPORTED
+        }
+        assert unsupported == {
+            f"fidelity[{name}]": (
+                f"the store keeps no {name!r} field (not in its persisted_fields): "
+                f"no fidelity to check"
+            )
+            for name in FIELDS
+            if name not in STATUS_ONLY
+        }
+        assert report["fidelity[status]"].status is ck.CaseStatus.PASSED
+        ck.assert_contract(report)
+        with pytest.raises(ck.ContractFailure, match="fidelity\\[labels\\]"):
+            ck.assert_contract(report, require_full=True)
 
     def test_claiming_fewer_fields_still_gets_the_claimed_cases_only(self) -> None:
         """Claims still narrow the family, as the core allows: two fields, two cases."""
@@ -552,11 +573,23 @@ class TestDeclaredFields:
         assert case_ids(report) == [*PLAIN_CASES, "fidelity[params]", "fidelity[status]"]
         ck.assert_contract(report, require_full=True)
 
-    def test_a_store_declaring_nothing_fails_nothing(self) -> None:
-        """A store that keeps no field passes, without claims, and its runs have no field."""
+    def test_a_store_declaring_nothing_fails_nothing_and_passes_no_fidelity(self) -> None:
+        """A store that keeps no field fails nothing, and no fidelity case passes for it."""
         report = ck.run_contract_sync(Unclaimed(DeclaresNothing), run_store.suite)
         assert failed(report) == set()
-        ck.assert_contract(report, require_full=True)
+        fidelity = [report[case_id].status for case_id in FIDELITY]
+        assert fidelity == [ck.CaseStatus.UNSUPPORTED] * len(FIELDS)
+        ck.assert_contract(report)
+
+    @pytest.mark.anyio
+    async def test_the_gap_is_a_skip_in_a_test_runner(self) -> None:
+        """Through contract_cases, a fidelity case of an undeclared field is a skip."""
+        cases = {
+            case.id: case for case in ck.contract_cases(Unclaimed(StatusOnly), run_store.suite)
+        }
+        await cases["fidelity[status]"].run()
+        with pytest.raises(ck.CaseUnsupported, match="keeps no 'labels' field"):
+            await cases["fidelity[labels]"].run()
 
     def test_a_dropped_field_is_caught_whatever_the_claims(self) -> None:
         """A declared field the store drops fails update_bumps_version though left unclaimed."""

@@ -789,7 +789,17 @@ class Execution(Generic[API]):
             await anyio.lowlevel.checkpoint_if_cancelled()
             if _natively_cancelled():
                 raise error
+        if stage == "case" and not cleanup_errors and _found_unsupported(error):
+            # The case found, from what the implementation declares through its
+            # API, that its property does not apply: a gap, never a pass.
+            return CaseResult(case_id, _UNSUPPORTED, str(error), duration=duration)
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
+
+
+def _found_unsupported(error: BaseException | None) -> bool:
+    """Whether ``error`` is a :class:`CaseUnsupported` with a reason, raised by a case."""
+    skip = sys.modules.get("conformkit._skip")  # none can be raised before it is imported
+    return skip is not None and type(error) is skip.CaseUnsupported and bool(str(error).strip())
 
 
 async def _outlast(stragglers: list[FeatureScope]) -> None:
@@ -1292,7 +1302,8 @@ class ContractCase(Generic[API]):
         Run the case exactly as :func:`run_contract` would; return if it passed.
 
         :raises CaseUnsupported: a :class:`unittest.SkipTest` carrying the declared
-            reason, when the case is outside the implementation's coverage.
+            reason, when the case is outside the implementation's coverage, or the
+            case's own reason, when it raised :class:`CaseUnsupported` itself.
         :raises Exception: the case's own error when it failed or was unavailable;
             an exception group when cleanups failed; :class:`TimeoutError` when a
             stage overran.
@@ -1310,6 +1321,10 @@ class ContractCase(Generic[API]):
             raise AssertionError("unreachable")
         if result.status is _PASSED and not execution.stragglers:
             return
+        if result.status is _UNSUPPORTED and not execution.stragglers:
+            from ._skip import CaseUnsupported  # it was raised: already imported
+
+            raise CaseUnsupported(f"{self.implementation}: {result.reason}")
         late_errors = execution._released(execution.late_errors())
         errors = [
             *([result.error] if result.error is not None else []),

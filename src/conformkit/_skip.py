@@ -13,6 +13,12 @@ class CaseUnsupported(ConformkitError, unittest.SkipTest):
     """
     Raised by :meth:`ContractCase.run` for a case the implementation does not support.
 
+    A case may raise it too, with a reason, when what the implementation declares
+    through its API shows that the case's property does not apply to it (a store
+    that keeps no such field, say). The case is then reported ``unsupported`` with
+    that reason: a gap, never a pass, which ``require_full`` rejects. Raised from
+    ``create`` or a cleanup, or with no reason, it fails the case.
+
     Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
     as a skip carrying the declared reason.
     """
