@@ -146,6 +146,14 @@ class TestCoverage:
         ):
             store.coverage(unsupported_members={"fidelity[histroy]": "typo"})
 
+    def test_a_member_of_an_unknown_family_names_who_declared_it(self) -> None:
+        """A member ID of a family the feature lacks is refused as an unknown case of the coverage."""
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"^coverage names case 'fidelty\[status\]', but feature 'test.families' declares",
+        ):
+            store.coverage(unsupported_members={"fidelty[status]": "typo"})
+
     def test_unsupported_members_takes_member_ids_only(self) -> None:
         """A plain case name in unsupported_members is refused."""
         with pytest.raises(ck.ContractDefinitionError, match="family member IDs"):
@@ -197,9 +205,12 @@ class TestDefinitions:
         ("families", "message"),
         [
             ({"fidelity": "status"}, "collection of parameter names"),
-            ({"fidelity": ("a", "a")}, "parameter 'a' twice"),
+            ({"fidelity": ("a", "a")}, "^family 'fidelity' of feature 'test.bad' declares par"),
+            ({"fidelity": ck.Examples([(1, 1), (2, 2)], ids=["a", "a"])}, "parameter 'a' twice"),
             ({"fidelity": ("a b",)}, "without whitespace or brackets"),
             ({"fidelity": ("a[0]",)}, "without whitespace or brackets"),
+            ({"fidelity": ("",)}, "without whitespace or brackets, got ''"),
+            ({"fidelity": (3,)}, "without whitespace or brackets, got 3"),
             ({"basic": ("a",)}, "declares case 'basic' twice"),
         ],
     )
@@ -207,6 +218,26 @@ class TestDefinitions:
         """Bad parameters and clashing names fail when the feature is made."""
         with pytest.raises(ck.ContractDefinitionError, match=message):
             ck.Feature[Record]("test.bad", cases=("basic",), families=families)
+
+    def test_the_repr_lists_the_families(self) -> None:
+        """A feature with families names them after its cases; one without leaves them out."""
+        assert repr(store) == "Feature('test.families', cases=('basic',), families=['fidelity'])"
+        assert "families" not in repr(ck.Feature[Record]("test.plain", cases=("basic",)))
+
+    def test_repeated_example_ids_name_the_family(self) -> None:
+        """Two rows of a table with one ID are refused, naming the family and the feature."""
+        table = ck.Examples([(1, 1), (2, 2)], ids=["a", "a"])
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match="^family 'parse' of feature 'test.bad' declares parameter 'a' twice$",
+        ):
+            ck.Feature[Record]("test.bad", cases=(), families={"parse": table})
+
+    def test_any_other_character_may_name_a_parameter(self) -> None:
+        """Only whitespace and brackets are reserved: other punctuation and letters are kept."""
+        names = ("X", "a-b", "é", "x.y:z", "1")
+        feature = ck.Feature[Record]("test.names", cases=(), families={"f": names})
+        assert list(feature.families["f"]) == list(names)
 
     def test_a_feature_of_families_alone(self) -> None:
         """A feature may consist of families only."""
@@ -250,6 +281,11 @@ class TestExamples:
         assert ids(report) == ["parse[one]", "parse[minus]", "parse[junk]"]
         ck.assert_contract(report, require_full=True)
 
+    def test_ids_rename_example_rows_and_keep_their_data(self) -> None:
+        """ids= names Example rows too; each row keeps its input and expected value."""
+        table = ck.Examples([ck.Example("old", "1", 1), ("2", 2)], ids=["one", "two"])
+        assert table.rows == (ck.Example("one", "1", 1), ck.Example("two", "2", 2))
+
     def test_rows_are_named_by_position_by_default(self) -> None:
         """Without ids, the rows are 0, 1, 2..."""
         table = ck.Examples([("a", 1), ck.Example("named", "b", 2)])
@@ -258,9 +294,21 @@ class TestExamples:
     def test_loaded_from_json(self, tmp_path: Path) -> None:
         """A JSON file of pairs or objects makes a table."""
         path = tmp_path / "examples.json"
-        path.write_text(json.dumps([["1", 1], {"id": "neg", "input": "-3", "expected": -3}]))
+        path.write_text(
+            json.dumps(
+                [
+                    ["1", 1],
+                    {"id": "neg", "input": "-3", "expected": -3},
+                    {"input": 4, "expected": 4},
+                ]
+            )
+        )
         table = ck.Examples.from_json(path)
-        assert table.rows == (ck.Example("0", "1", 1), ck.Example("neg", "-3", -3))
+        assert table.rows == (
+            ck.Example("0", "1", 1),
+            ck.Example("neg", "-3", -3),
+            ck.Example("2", 4, 4),
+        )
 
     @pytest.mark.parametrize(
         ("content", "message"),

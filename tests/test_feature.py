@@ -21,6 +21,11 @@ class TestFeature:
         assert "reed" not in feature
         assert repr(feature) == "Feature('kv.basic', cases=('read', 'write'))"
 
+    def test_its_texts_default_to_empty(self) -> None:
+        """Without a description or a statement of what it does not establish, both are ''."""
+        feature = ck.Feature[Any]("kv.bare", cases=["read"])
+        assert (feature.description, feature.does_not_establish) == ("", "")
+
     @pytest.mark.parametrize("bad_id", ["", "kv basic", " kv", "kv\t", 3])
     def test_rejects_malformed_ids(self, bad_id: Any) -> None:
         """An empty ID, one with whitespace, or a non-string is rejected, shown with its repr."""
