@@ -147,7 +147,7 @@ class TestCoverage:
             store.coverage(unsupported_members={"fidelity[histroy]": "typo"})
 
     def test_a_member_of_an_unknown_family_names_who_declared_it(self) -> None:
-        """A member ID of a family the feature lacks is refused as an unknown case of the coverage."""
+        """A member ID of a family the feature lacks is refused as an unknown case."""
         with pytest.raises(
             ck.ContractDefinitionError,
             match=r"^coverage names case 'fidelty\[status\]', but feature 'test.families' declares",
