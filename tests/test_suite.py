@@ -124,3 +124,21 @@ class TestNamelessCallables:
         assert str(caught.value).startswith(
             f"suite of feature 'kv.fields' names case {repr(nameless)!r}"
         )
+
+
+class TestCompleteness:
+    def test_a_run_names_every_case_without_a_function(self) -> None:
+        """A run of a suite lacking functions refuses to start, listing each missing case."""
+
+        class Memory(ck.FeatureImplementation[Any]):
+            feature = families
+            coverage = families.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            ck.run_contract_sync(Memory(), ck.ContractSuite(families))
+        assert str(caught.value) == (
+            "suite of feature 'kv.fields' has no function for case(s) 'read', 'keeps'"
+        )
