@@ -212,6 +212,7 @@ class TestDefinitions:
             ({"fidelity": ("",)}, "without whitespace or brackets, got ''"),
             ({"fidelity": (3,)}, "without whitespace or brackets, got 3"),
             ({"basic": ("a",)}, "declares case 'basic' twice"),
+            ({"two words": ("a",)}, "^a family name of feature 'test.bad' must be a non-empty"),
         ],
     )
     def test_malformed_families(self, families: dict[str, Any], message: str) -> None:

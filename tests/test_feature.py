@@ -29,7 +29,9 @@ class TestFeature:
     @pytest.mark.parametrize("bad_id", ["", "kv basic", " kv", "kv\t", 3])
     def test_rejects_malformed_ids(self, bad_id: Any) -> None:
         """An empty ID, one with whitespace, or a non-string is rejected, shown with its repr."""
-        with pytest.raises(ck.ContractDefinitionError, match="feature ID") as caught:
+        with pytest.raises(
+            ck.ContractDefinitionError, match="^a feature ID must be a non-empty"
+        ) as caught:
             ck.Feature[Any](bad_id, cases=("a",))
         assert repr(bad_id) in str(caught.value)
 
