@@ -87,6 +87,53 @@ class TestDeclarations:
 
                 def create(self, scope: ck.FeatureScope) -> Any: ...
 
+    @pytest.mark.parametrize(
+        "extra",
+        [
+            {"feature": None},  # set, but to nothing: not a misspelling of itself
+            {"fixture": None},  # an unrelated word, however alike
+            {"__feature__": None},  # Python's own kind of name
+        ],
+    )
+    def test_only_a_close_ordinary_name_is_offered_as_a_misspelling(
+        self, extra: dict[str, Any]
+    ) -> None:
+        """No hint for an attribute that is the missing one, unrelated to it, or a dunder."""
+        namespace: dict[str, Any] = {
+            "coverage": feature.coverage(),
+            "create": lambda self, scope: {},
+            **extra,
+        }
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            type("Loose", (ck.FeatureImplementation,), namespace)
+        assert str(caught.value) == (
+            "Loose does not set the class attribute 'feature' (the Feature it implements)"
+        )
+
+    def test_coverage_removed_after_the_class_was_made_is_named_when_used(self) -> None:
+        """A class whose coverage was taken away later is refused before anything runs."""
+
+        class Memory(ck.FeatureImplementation[Any]):
+            feature = feature
+            coverage = feature.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        Memory.coverage = None  # type: ignore[assignment]
+        suite = ck.ContractSuite(feature, {"read": lambda api: None, "write": lambda api: None})
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            ck.run_contract_sync(Memory(), suite)
+        assert str(caught.value).endswith(
+            "Memory does not set the class attribute 'coverage' "
+            "(each case Supported() or Unsupported(reason))"
+        )
+
+    def test_the_default_deadline_shows_as_its_name(self) -> None:
+        """DEFAULT_TIMEOUT reads as its name in signatures and messages, not as 5.0."""
+        assert repr(ck.DEFAULT_TIMEOUT) == "DEFAULT_TIMEOUT"
+        assert ck.DEFAULT_TIMEOUT == 5.0
+
     def test_a_misspelt_feature_is_named(self) -> None:
         """A near miss of ``feature`` is named as the likely misspelling."""
         with pytest.raises(
