@@ -175,6 +175,15 @@ class TestClaims:
         ):
             implementation(claims={"fidelity": ("stats",)})
 
+    def test_a_bad_claim_names_the_implementation_class(self) -> None:
+        """The message of a bad claim starts with the class that made it."""
+        with pytest.raises(ck.ContractDefinitionError, match=r"^Store\.claims names family"):
+            implementation(claims={"fidelty": ()})
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"^Store\.claims\['fidelity'\] claims"
+        ):
+            implementation(claims={"fidelity": ("histroy",)})
+
     def test_a_string_is_not_a_claim(self) -> None:
         """claims={"fidelity": "status"} is a mistake for a one-item tuple."""
         with pytest.raises(ck.ContractDefinitionError, match="not the string 'status'"):
