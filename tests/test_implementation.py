@@ -110,8 +110,30 @@ class TestDeclarations:
             "Loose does not set the class attribute 'feature' (the Feature it implements)"
         )
 
-    def test_coverage_removed_after_the_class_was_made_is_named_when_used(self) -> None:
-        """A class whose coverage was taken away later is refused before anything runs."""
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            (
+                lambda cls: setattr(cls, "coverage", None),
+                "Memory does not set the class attribute 'coverage' "
+                "(each case Supported() or Unsupported(reason))",
+            ),
+            (
+                lambda cls: delattr(cls, "coverage"),
+                "Memory does not set the class attribute 'coverage' "
+                "(each case Supported() or Unsupported(reason))",
+            ),
+            (
+                lambda cls: setattr(cls, "feature", "kv"),
+                "Memory.feature must be a Feature, got 'kv'",
+            ),
+        ],
+        ids=["coverage-none", "coverage-deleted", "feature-not-a-feature"],
+    )
+    def test_a_declaration_changed_after_the_class_was_made_is_named_when_used(
+        self, change: Any, message: str
+    ) -> None:
+        """A class whose declarations were changed later is refused before anything runs."""
 
         class Memory(ck.FeatureImplementation[Any]):
             feature = feature
@@ -120,14 +142,11 @@ class TestDeclarations:
             def create(self, scope: ck.FeatureScope) -> Any:
                 return {}
 
-        Memory.coverage = None  # type: ignore[assignment]
+        change(Memory)
         suite = ck.ContractSuite(feature, {"read": lambda api: None, "write": lambda api: None})
         with pytest.raises(ck.ContractDefinitionError) as caught:
             ck.run_contract_sync(Memory(), suite)
-        assert str(caught.value).endswith(
-            "Memory does not set the class attribute 'coverage' "
-            "(each case Supported() or Unsupported(reason))"
-        )
+        assert str(caught.value).endswith(message)
 
     def test_the_default_deadline_shows_as_its_name(self) -> None:
         """DEFAULT_TIMEOUT reads as its name in signatures and messages, not as 5.0."""
