@@ -104,7 +104,7 @@ class TestFamilyRegistration:
         """@suite.family on a plain case's function is refused, pointing at @suite.case."""
         suite = ck.ContractSuite(families)
         with pytest.raises(ck.ContractDefinitionError, match="'read' is a case .*@suite.case"):
-            suite.family(read)
+            suite.family(read)  # type: ignore[arg-type]
         with pytest.raises(ck.ContractDefinitionError, match="'keeps' is a family .*@suite.family"):
             suite.case(keeps)  # type: ignore[arg-type]
         assert list(suite) == []
