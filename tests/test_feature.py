@@ -56,6 +56,16 @@ class TestFeature:
         with pytest.raises(ck.ContractDefinitionError, match="case name of feature 'kv'"):
             ck.Feature[Any]("kv", cases=("read", bad_case))
 
+    @pytest.mark.parametrize("bad_case", ["a[", "a]", "a[0]"])
+    def test_rejects_brackets_in_case_names(self, bad_case: str) -> None:
+        """Either bracket is refused in a case name: brackets mark family members."""
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            ck.Feature[Any]("kv", cases=("read", bad_case))
+        assert str(caught.value) == (
+            f"case name {bad_case!r} of feature 'kv' may not contain brackets: "
+            "they mark family members"
+        )
+
     def test_compares_by_identity(self) -> None:
         """Two features with one ID and the same cases are still two features."""
         one = ck.Feature[Any]("kv", cases=("a",))
