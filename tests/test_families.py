@@ -133,7 +133,11 @@ class TestCoverage:
 
     def test_an_undeclared_member_is_named(self) -> None:
         """A claimed member left out of coverage fails at class creation, named."""
-        with pytest.raises(ck.ContractDefinitionError, match=r"'fidelity\[history\]'.*as a whole"):
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"'fidelity\[history\]' of feature 'test.families'; declare each Supported\(\) "
+            r"or Unsupported\(reason\) \(or a family as a whole, under its name\)$",
+        ):
             implementation(
                 claims={"fidelity": ("status", "history")},
                 coverage={"basic": ck.Supported(), "fidelity[status]": ck.Supported()},

@@ -29,7 +29,8 @@ class TestDeclarations:
         """Coverage that leaves a case undeclared fails at class creation, naming it."""
         with pytest.raises(
             ck.ContractDefinitionError,
-            match=r"Partial\.coverage does not declare case\(s\) 'write'",
+            match=r"Partial\.coverage does not declare case\(s\) 'write' of feature 'kv'; "
+            r"declare each Supported\(\) or Unsupported\(reason\)$",
         ):
 
             class Partial(ck.FeatureImplementation[Any]):
@@ -41,7 +42,8 @@ class TestDeclarations:
     def test_rejects_coverage_inventing_a_case(self) -> None:
         """Coverage naming an undeclared case fails at class creation, with a hint."""
         with pytest.raises(
-            ck.ContractDefinitionError, match="names case 'reed'.*did you mean 'read'"
+            ck.ContractDefinitionError,
+            match=r"\.Invented\.coverage names case 'reed'.*did you mean 'read'",
         ):
 
             class Invented(ck.FeatureImplementation[Any]):
