@@ -39,6 +39,18 @@ class TestDeclarations:
 
                 def create(self, scope: ck.FeatureScope) -> Any: ...
 
+    def test_names_every_undeclared_case(self) -> None:
+        """Each case the coverage leaves out is listed, in declared order."""
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"does not declare case\(s\) 'read', 'write' of"
+        ):
+
+            class Empty(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage: dict[str, ck.Supported] = {}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
     def test_rejects_coverage_inventing_a_case(self) -> None:
         """Coverage naming an undeclared case fails at class creation, with a hint."""
         with pytest.raises(
