@@ -133,7 +133,11 @@ class TestCoverage:
 
     def test_an_undeclared_member_is_named(self) -> None:
         """A claimed member left out of coverage fails at class creation, named."""
-        with pytest.raises(ck.ContractDefinitionError, match=r"'fidelity\[history\]'.*as a whole"):
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"'fidelity\[history\]' of feature 'test.families'; declare each Supported\(\) "
+            r"or Unsupported\(reason\) \(or a family as a whole, under its name\)$",
+        ):
             implementation(
                 claims={"fidelity": ("status", "history")},
                 coverage={"basic": ck.Supported(), "fidelity[status]": ck.Supported()},
@@ -145,6 +149,14 @@ class TestCoverage:
             ck.ContractDefinitionError, match="no parameter 'histroy'; did you mean 'history'"
         ):
             store.coverage(unsupported_members={"fidelity[histroy]": "typo"})
+
+    def test_a_member_of_an_unknown_family_names_who_declared_it(self) -> None:
+        """A member ID of a family the feature lacks is refused as an unknown case."""
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match=r"^coverage names case 'fidelty\[status\]', but feature 'test.families' declares",
+        ):
+            store.coverage(unsupported_members={"fidelty[status]": "typo"})
 
     def test_unsupported_members_takes_member_ids_only(self) -> None:
         """A plain case name in unsupported_members is refused."""
@@ -166,6 +178,15 @@ class TestClaims:
             ck.ContractDefinitionError, match="no such parameter; did you mean 'status'"
         ):
             implementation(claims={"fidelity": ("stats",)})
+
+    def test_a_bad_claim_names_the_implementation_class(self) -> None:
+        """The message of a bad claim starts with the class that made it."""
+        with pytest.raises(ck.ContractDefinitionError, match=r"^Store\.claims names family"):
+            implementation(claims={"fidelty": ()})
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"^Store\.claims\['fidelity'\] claims"
+        ):
+            implementation(claims={"fidelity": ("histroy",)})
 
     def test_a_string_is_not_a_claim(self) -> None:
         """claims={"fidelity": "status"} is a mistake for a one-item tuple."""
@@ -197,16 +218,40 @@ class TestDefinitions:
         ("families", "message"),
         [
             ({"fidelity": "status"}, "collection of parameter names"),
-            ({"fidelity": ("a", "a")}, "parameter 'a' twice"),
+            ({"fidelity": ("a", "a")}, "^family 'fidelity' of feature 'test.bad' declares par"),
+            ({"fidelity": ck.Examples([(1, 1), (2, 2)], ids=["a", "a"])}, "parameter 'a' twice"),
             ({"fidelity": ("a b",)}, "without whitespace or brackets"),
             ({"fidelity": ("a[0]",)}, "without whitespace or brackets"),
+            ({"fidelity": ("",)}, "without whitespace or brackets, got ''"),
+            ({"fidelity": (3,)}, "without whitespace or brackets, got 3"),
             ({"basic": ("a",)}, "declares case 'basic' twice"),
+            ({"two words": ("a",)}, "^a family name of feature 'test.bad' must be a non-empty"),
         ],
     )
     def test_malformed_families(self, families: dict[str, Any], message: str) -> None:
         """Bad parameters and clashing names fail when the feature is made."""
         with pytest.raises(ck.ContractDefinitionError, match=message):
             ck.Feature[Record]("test.bad", cases=("basic",), families=families)
+
+    def test_the_repr_lists_the_families(self) -> None:
+        """A feature with families names them after its cases; one without leaves them out."""
+        assert repr(store) == "Feature('test.families', cases=('basic',), families=['fidelity'])"
+        assert "families" not in repr(ck.Feature[Record]("test.plain", cases=("basic",)))
+
+    def test_repeated_example_ids_name_the_family(self) -> None:
+        """Two rows of a table with one ID are refused, naming the family and the feature."""
+        table = ck.Examples([(1, 1), (2, 2)], ids=["a", "a"])
+        with pytest.raises(
+            ck.ContractDefinitionError,
+            match="^family 'parse' of feature 'test.bad' declares parameter 'a' twice$",
+        ):
+            ck.Feature[Record]("test.bad", cases=(), families={"parse": table})
+
+    def test_any_other_character_may_name_a_parameter(self) -> None:
+        """Only whitespace and brackets are reserved: other punctuation and letters are kept."""
+        names = ("X", "a-b", "é", "x.y:z", "1")
+        feature = ck.Feature[Record]("test.names", cases=(), families={"f": names})
+        assert list(feature.families["f"]) == list(names)
 
     def test_a_feature_of_families_alone(self) -> None:
         """A feature may consist of families only."""
@@ -250,6 +295,11 @@ class TestExamples:
         assert ids(report) == ["parse[one]", "parse[minus]", "parse[junk]"]
         ck.assert_contract(report, require_full=True)
 
+    def test_ids_rename_example_rows_and_keep_their_data(self) -> None:
+        """ids= names Example rows too; each row keeps its input and expected value."""
+        table = ck.Examples([ck.Example("old", "1", 1), ("2", 2)], ids=["one", "two"])
+        assert table.rows == (ck.Example("one", "1", 1), ck.Example("two", "2", 2))
+
     def test_rows_are_named_by_position_by_default(self) -> None:
         """Without ids, the rows are 0, 1, 2..."""
         table = ck.Examples([("a", 1), ck.Example("named", "b", 2)])
@@ -258,9 +308,21 @@ class TestExamples:
     def test_loaded_from_json(self, tmp_path: Path) -> None:
         """A JSON file of pairs or objects makes a table."""
         path = tmp_path / "examples.json"
-        path.write_text(json.dumps([["1", 1], {"id": "neg", "input": "-3", "expected": -3}]))
+        path.write_text(
+            json.dumps(
+                [
+                    ["1", 1],
+                    {"id": "neg", "input": "-3", "expected": -3},
+                    {"input": 4, "expected": 4},
+                ]
+            )
+        )
         table = ck.Examples.from_json(path)
-        assert table.rows == (ck.Example("0", "1", 1), ck.Example("neg", "-3", -3))
+        assert table.rows == (
+            ck.Example("0", "1", 1),
+            ck.Example("neg", "-3", -3),
+            ck.Example("2", 4, 4),
+        )
 
     @pytest.mark.parametrize(
         ("content", "message"),

@@ -21,10 +21,17 @@ class TestFeature:
         assert "reed" not in feature
         assert repr(feature) == "Feature('kv.basic', cases=('read', 'write'))"
 
+    def test_its_texts_default_to_empty(self) -> None:
+        """Without a description or a statement of what it does not establish, both are ''."""
+        feature = ck.Feature[Any]("kv.bare", cases=["read"])
+        assert (feature.description, feature.does_not_establish) == ("", "")
+
     @pytest.mark.parametrize("bad_id", ["", "kv basic", " kv", "kv\t", 3])
     def test_rejects_malformed_ids(self, bad_id: Any) -> None:
         """An empty ID, one with whitespace, or a non-string is rejected, shown with its repr."""
-        with pytest.raises(ck.ContractDefinitionError, match="feature ID") as caught:
+        with pytest.raises(
+            ck.ContractDefinitionError, match="^a feature ID must be a non-empty"
+        ) as caught:
             ck.Feature[Any](bad_id, cases=("a",))
         assert repr(bad_id) in str(caught.value)
 
@@ -48,6 +55,16 @@ class TestFeature:
         """Case names are non-empty strings without whitespace."""
         with pytest.raises(ck.ContractDefinitionError, match="case name of feature 'kv'"):
             ck.Feature[Any]("kv", cases=("read", bad_case))
+
+    @pytest.mark.parametrize("bad_case", ["a[", "a]", "a[0]"])
+    def test_rejects_brackets_in_case_names(self, bad_case: str) -> None:
+        """Either bracket is refused in a case name: brackets mark family members."""
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            ck.Feature[Any]("kv", cases=("read", bad_case))
+        assert str(caught.value) == (
+            f"case name {bad_case!r} of feature 'kv' may not contain brackets: "
+            "they mark family members"
+        )
 
     def test_compares_by_identity(self) -> None:
         """Two features with one ID and the same cases are still two features."""

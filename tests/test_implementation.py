@@ -29,7 +29,8 @@ class TestDeclarations:
         """Coverage that leaves a case undeclared fails at class creation, naming it."""
         with pytest.raises(
             ck.ContractDefinitionError,
-            match=r"Partial\.coverage does not declare case\(s\) 'write'",
+            match=r"Partial\.coverage does not declare case\(s\) 'write' of feature 'kv'; "
+            r"declare each Supported\(\) or Unsupported\(reason\)$",
         ):
 
             class Partial(ck.FeatureImplementation[Any]):
@@ -38,10 +39,23 @@ class TestDeclarations:
 
                 def create(self, scope: ck.FeatureScope) -> Any: ...
 
+    def test_names_every_undeclared_case(self) -> None:
+        """Each case the coverage leaves out is listed, in declared order."""
+        with pytest.raises(
+            ck.ContractDefinitionError, match=r"does not declare case\(s\) 'read', 'write' of"
+        ):
+
+            class Empty(ck.FeatureImplementation[Any]):
+                feature = feature
+                coverage: dict[str, ck.Supported] = {}
+
+                def create(self, scope: ck.FeatureScope) -> Any: ...
+
     def test_rejects_coverage_inventing_a_case(self) -> None:
         """Coverage naming an undeclared case fails at class creation, with a hint."""
         with pytest.raises(
-            ck.ContractDefinitionError, match="names case 'reed'.*did you mean 'read'"
+            ck.ContractDefinitionError,
+            match=r"\.Invented\.coverage names case 'reed'.*did you mean 'read'",
         ):
 
             class Invented(ck.FeatureImplementation[Any]):
@@ -86,6 +100,72 @@ class TestDeclarations:
                 coverage = {"read": ck.Supported()}
 
                 def create(self, scope: ck.FeatureScope) -> Any: ...
+
+    @pytest.mark.parametrize(
+        "extra",
+        [
+            {"feature": None},  # set, but to nothing: not a misspelling of itself
+            {"fixture": None},  # an unrelated word, however alike
+            {"__feature__": None},  # Python's own kind of name
+        ],
+    )
+    def test_only_a_close_ordinary_name_is_offered_as_a_misspelling(
+        self, extra: dict[str, Any]
+    ) -> None:
+        """No hint for an attribute that is the missing one, unrelated to it, or a dunder."""
+        namespace: dict[str, Any] = {
+            "coverage": feature.coverage(),
+            "create": lambda self, scope: {},
+            **extra,
+        }
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            type("Loose", (ck.FeatureImplementation,), namespace)
+        assert str(caught.value) == (
+            "Loose does not set the class attribute 'feature' (the Feature it implements)"
+        )
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            (
+                lambda cls: setattr(cls, "coverage", None),
+                "Memory does not set the class attribute 'coverage' "
+                "(each case Supported() or Unsupported(reason))",
+            ),
+            (
+                lambda cls: delattr(cls, "coverage"),
+                "Memory does not set the class attribute 'coverage' "
+                "(each case Supported() or Unsupported(reason))",
+            ),
+            (
+                lambda cls: setattr(cls, "feature", "kv"),
+                "Memory.feature must be a Feature, got 'kv'",
+            ),
+        ],
+        ids=["coverage-none", "coverage-deleted", "feature-not-a-feature"],
+    )
+    def test_a_declaration_changed_after_the_class_was_made_is_named_when_used(
+        self, change: Any, message: str
+    ) -> None:
+        """A class whose declarations were changed later is refused before anything runs."""
+
+        class Memory(ck.FeatureImplementation[Any]):
+            feature = feature
+            coverage = feature.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        change(Memory)
+        suite = ck.ContractSuite(feature, {"read": lambda api: None, "write": lambda api: None})
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            ck.run_contract_sync(Memory(), suite)
+        assert str(caught.value).endswith(message)
+
+    def test_the_default_deadline_shows_as_its_name(self) -> None:
+        """DEFAULT_TIMEOUT reads as its name in signatures and messages, not as 5.0."""
+        assert repr(ck.DEFAULT_TIMEOUT) == "DEFAULT_TIMEOUT"
+        assert ck.DEFAULT_TIMEOUT == 5.0
 
     def test_a_misspelt_feature_is_named(self) -> None:
         """A near miss of ``feature`` is named as the likely misspelling."""

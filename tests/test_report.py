@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import conformkit as ck
+from conformkit._report import Gate, Offence
 
 PASSED, FAILED = ck.CaseStatus.PASSED, ck.CaseStatus.FAILED
 UNSUPPORTED, UNAVAILABLE = ck.CaseStatus.UNSUPPORTED, ck.CaseStatus.UNAVAILABLE
@@ -142,6 +143,49 @@ class TestToDict:
         assert [row["status"] for row in data["results"]] == [status.value for status, *_ in rows]
         assert sum(data["counts"].values()) == len(rows)
 
+    def test_names_the_report_and_its_failures_outside_cases(self) -> None:
+        """The report's own fields: feature, implementation, and each failure outside a case."""
+        data = report(
+            ck.CaseResult("read", PASSED), cleanup_errors=(raised(RuntimeError("pool leak")),)
+        ).to_dict()
+        assert list(data) == [
+            "feature_id",
+            "implementation",
+            "counts",
+            "results",
+            "cleanup_errors",
+            "unexercised",
+        ]
+        assert (data["feature_id"], data["implementation"]) == ("kv", "Memory")
+        [leak] = data["cleanup_errors"]
+        assert (leak["type"], leak["message"]) == ("RuntimeError", "pool leak")
+        assert "in raised" in leak["traceback"]
+
+
+class TestUnexercised:
+    def test_the_summary_lists_every_operation_no_case_called(self) -> None:
+        """str(report) names each unexercised operation, separated by commas."""
+        text = str(
+            ck.ContractReport("kv", "Memory", (ck.CaseResult("read", PASSED),), (), ("get", "put"))
+        )
+        assert "  operations no case exercised: get, put" in text.splitlines()
+
+    def test_the_gate_offences_of_an_unexercised_or_unrecorded_report(self) -> None:
+        """require_exercised names the operations no case called, or says none were recorded."""
+        offences = Gate(require_exercised=True).report_offences
+        assert offences(proven=True, cleanup_errors=(), unexercised=("get", "put")) == [
+            Offence("gate", "operations no case exercised", "get, put")
+        ]
+        assert offences(proven=True, cleanup_errors=(), unexercised=None) == [
+            Offence(
+                "gate",
+                "operations not recorded",
+                "the run did not record which operations its cases called: that needs "
+                "reject_vacuous=True (conformkit run --reject-vacuous), and a feature declared "
+                "as Feature[API] so that its operations are known",
+            )
+        ]
+
 
 class TestLookup:
     def test_by_case_id(self) -> None:
@@ -218,6 +262,22 @@ class TestAssertContract:
         """Passing something else is a TypeError, not a silent pass."""
         with pytest.raises(TypeError, match="needs a ContractReport, got None"):
             ck.assert_contract(None)  # type: ignore[arg-type]
+
+    def test_a_declared_gap_takes_no_time(self) -> None:
+        """An unsupported case never runs: its duration is 0 and its reason is the declared one."""
+        gap = ck.Feature[dict[str, int]]("kv.gap", cases=("ok", "ttl"))
+
+        class Memory(ck.FeatureImplementation[dict[str, int]]):
+            feature = gap
+            coverage = gap.coverage(unsupported={"ttl": "no clock"})
+
+            def create(self, scope: ck.FeatureScope) -> dict[str, int]:
+                return {}
+
+        outcome = ck.run_contract_sync(
+            Memory(), ck.ContractSuite(gap, {"ok": lambda api: None, "ttl": lambda api: None})
+        )
+        assert outcome["ttl"] == ck.CaseResult("ttl", UNSUPPORTED, "no clock", duration=0.0)
 
     def test_judges_a_real_run(self) -> None:
         """The gate over a real run names the failing case with the error's message."""

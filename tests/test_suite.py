@@ -177,3 +177,71 @@ class TestSyncCasesOverAsyncAPIs:
             await api.write("k", "v")
 
         assert suite["writes"] is writes
+
+
+families = ck.Feature[Any]("kv.fields", cases=("read",), families={"keeps": ("a", "b")})
+
+
+async def keeps(api: Any, field: str) -> None:
+    """A family function named after its family."""
+
+
+class TestFamilyRegistration:
+    def test_decorator_takes_the_function_name(self) -> None:
+        """@suite.family registers under the function's name and returns it unchanged."""
+        suite = ck.ContractSuite(families)
+        assert suite.family(keeps) is keeps
+        assert suite["keeps"] is keeps
+        assert list(suite) == ["keeps"]
+
+    def test_decorator_with_an_explicit_name(self) -> None:
+        """@suite.family("keeps") registers the function under that name and returns it."""
+        suite = ck.ContractSuite(families)
+
+        async def _anything(api: Any, field: str) -> None: ...
+
+        assert suite.family("keeps")(_anything) is _anything
+        assert suite["keeps"] is _anything
+
+    def test_a_plain_case_is_not_a_family(self) -> None:
+        """@suite.family on a plain case's function is refused, pointing at @suite.case."""
+        suite = ck.ContractSuite(families)
+        with pytest.raises(ck.ContractDefinitionError, match="'read' is a case .*@suite.case"):
+            suite.family(read)  # type: ignore[arg-type]
+        with pytest.raises(ck.ContractDefinitionError, match="'keeps' is a family .*@suite.family"):
+            suite.case(keeps)  # type: ignore[arg-type]
+        assert list(suite) == []
+
+
+class TestNamelessCallables:
+    """A callable without a ``__name__`` is registered under its repr, which no case matches."""
+
+    @pytest.mark.parametrize("register", ["case", "family"])
+    def test_is_refused_naming_its_repr(self, register: str) -> None:
+        import functools
+
+        nameless = functools.partial(keeps, field="a")
+        suite = ck.ContractSuite(families)
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            getattr(suite, register)(nameless)
+        assert str(caught.value).startswith(
+            f"suite of feature 'kv.fields' names case {repr(nameless)!r}"
+        )
+
+
+class TestCompleteness:
+    def test_a_run_names_every_case_without_a_function(self) -> None:
+        """A run of a suite lacking functions refuses to start, listing each missing case."""
+
+        class Memory(ck.FeatureImplementation[Any]):
+            feature = families
+            coverage = families.coverage()
+
+            def create(self, scope: ck.FeatureScope) -> Any:
+                return {}
+
+        with pytest.raises(ck.ContractDefinitionError) as caught:
+            ck.run_contract_sync(Memory(), ck.ContractSuite(families))
+        assert str(caught.value) == (
+            "suite of feature 'kv.fields' has no function for case(s) 'read', 'keeps'"
+        )
