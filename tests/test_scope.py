@@ -1245,3 +1245,65 @@ class TestBaseExceptions:
         # Leaving the block gives the same outcome, noted once.
         assert early == [on_exit.value]
         assert len(on_exit.value.__notes__) == 1
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [SystemExit, Custom, KeyboardInterrupt])
+    async def test_from_an_async_cleanup_every_later_cleanup_still_runs(
+        self, kind: type[BaseException]
+    ) -> None:
+        """An async cleanup raising a BaseException: the ones registered before it run too."""
+        raised_by_b = kind("b stops")
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def stops() -> None:
+                log.add("b")
+                await anyio.lowlevel.checkpoint()
+                raise raised_by_b
+
+            scope.defer(sync_cleanup(log, "a", fails=True))
+            scope.defer(stops)
+            scope.defer(sync_cleanup(log, "c"))
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(kind) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        assert raised.value is raised_by_b
+        assert implementation.log.events == ["create", "c", "b", "a"]
+        notes = raised.value.__notes__
+        assert [note.rsplit(": ", 1)[-1] for note in notes] == ["a failed"]
+
+
+class TestBackgroundJoinUnderCancellation:
+    """An outside cancellation during disposal neither cuts the join short nor skips cleanups."""
+
+    @pytest.mark.anyio
+    async def test_cleanups_run_only_after_the_work_wound_down(self) -> None:
+        gate = Gate()
+        cancel_scope = anyio.CancelScope()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def winding_down() -> None:
+                try:
+                    await anyio.sleep(FOREVER)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await gate.hold()  # the outside cancellation arrives here
+                        log.add("w finished")
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(winding_down)
+
+        implementation = SyncImplementation(setup)
+        after = False
+        async with anyio.create_task_group() as task_group:
+            with cancel_scope:
+                task_group.start_soon(cancel_at, gate, cancel_scope)
+                async with ck.open_feature(implementation, timeout=5) as session:
+                    await anyio.wait_all_tasks_blocked()
+                    session.api.add("body")
+                after = True
+
+        assert implementation.log.events == ["create", "body", "w finished", "a"]
+        assert cancel_scope.cancelled_caught
+        assert not after
