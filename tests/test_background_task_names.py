@@ -1,0 +1,77 @@
+"""Background work started from a scope runs in a task named as a task group names it."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+import conformkit as ck
+
+FEATURE = ck.Feature[list[str]]("test.task_names", cases=("names",))
+
+
+def current_task_name() -> str:
+    return anyio.get_current_task().name or ""
+
+
+async def record_name(names: list[str]) -> None:
+    names.append(current_task_name())
+
+
+def implementation_starting(name: object) -> tuple[ck.FeatureImplementation[list[str]], list[str]]:
+    """An implementation whose create() starts ``record_name`` as work named ``name``."""
+    names: list[str] = []
+
+    class Starting(ck.FeatureImplementation[list[str]]):
+        feature = FEATURE
+        coverage = FEATURE.coverage()
+
+        def create(self, scope: ck.FeatureScope) -> list[str]:
+            scope.start_soon(record_name, names, name=name)
+            return names
+
+    return Starting(), names
+
+
+async def wait_for_the_work(api: list[str]) -> None:
+    while not api:
+        await anyio.lowlevel.checkpoint()
+
+
+SUITE = ck.ContractSuite(FEATURE, {"names": wait_for_the_work})
+
+
+async def name_in_a_task_group() -> str:
+    """The name unnamed work gets through open_feature, whose scope starts it in a task group."""
+    implementation, names = implementation_starting(None)
+    async with ck.open_feature(implementation, timeout=5):
+        await wait_for_the_work(names)
+    [name] = names
+    return name
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+async def test_unnamed_work_is_named_as_in_a_task_group(runner: str) -> None:
+    """A run of one case starts work in tasks of its own: named as a task group names them."""
+    implementation, names = implementation_starting(None)
+    if runner == "run_contract":
+        report = await ck.run_contract(implementation, SUITE, timeout=5)
+        assert report["names"].status is ck.CaseStatus.PASSED
+    else:
+        [case] = ck.contract_cases(implementation, SUITE, timeout=5)
+        await case.run()
+    in_a_task_group = await name_in_a_task_group()
+    assert in_a_task_group
+    assert names == [in_a_task_group]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["the writer", 42])
+async def test_named_work_gets_that_name(name: object) -> None:
+    """With ``name=``, the task has that name, as text."""
+    implementation, names = implementation_starting(name)
+    [case] = ck.contract_cases(implementation, SUITE, timeout=5)
+    await case.run()
+    assert names == [str(name)]
