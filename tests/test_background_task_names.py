@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import anyio
 import anyio.lowlevel
 import pytest
@@ -75,3 +77,34 @@ async def test_named_work_gets_that_name(name: object) -> None:
     [case] = ck.contract_cases(implementation, SUITE, timeout=5)
     await case.run()
     assert names == [str(name)]
+
+
+REQUEST: ContextVar[str] = ContextVar("request", default="none")
+
+
+async def record_request(seen: list[str]) -> None:
+    seen.append(REQUEST.get())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("runner", ["ContractCase.run", "open_feature"])
+async def test_work_runs_in_the_context_of_the_code_that_started_it(runner: str) -> None:
+    """A context variable set in create() before start_soon() is what the work sees."""
+    seen: list[str] = []
+
+    class Starting(ck.FeatureImplementation[list[str]]):
+        feature = FEATURE
+        coverage = FEATURE.coverage()
+
+        def create(self, scope: ck.FeatureScope) -> list[str]:
+            REQUEST.set("from create")
+            scope.start_soon(record_request, seen)
+            return seen
+
+    if runner == "open_feature":
+        async with ck.open_feature(Starting(), timeout=5):
+            await wait_for_the_work(seen)
+    else:
+        [case] = ck.contract_cases(Starting(), SUITE, timeout=5)
+        await case.run()
+    assert seen == ["from create"]

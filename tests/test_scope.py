@@ -1307,3 +1307,30 @@ class TestBackgroundJoinUnderCancellation:
         assert implementation.log.events == ["create", "body", "w finished", "a"]
         assert cancel_scope.cancelled_caught
         assert not after
+
+
+class TestStrayCancellation:
+    @pytest.mark.anyio
+    async def test_a_cleanup_raising_a_cancellation_it_caught_fails_in_a_group(self) -> None:
+        """A cleanup re-raising a cancellation outside its scope: a failure, not a cancellation."""
+        stray: list[BaseException] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def leaks_a_cancellation() -> None:
+                with anyio.CancelScope() as own:
+                    own.cancel()
+                    try:
+                        await anyio.lowlevel.checkpoint()
+                    except anyio.get_cancelled_exc_class() as exc:
+                        stray.append(exc)
+                raise stray[0]
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(leaks_a_cancellation)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(BaseExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        assert list(raised.value.exceptions) == stray
+        assert implementation.log.events == ["create", "a"]
