@@ -1334,3 +1334,58 @@ class TestStrayCancellation:
                 pass
         assert list(raised.value.exceptions) == stray
         assert implementation.log.events == ["create", "a"]
+
+
+class TestRollbackMessage:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("is_async", [False, True])
+    async def test_a_failed_create_and_rollback_are_named_in_the_group(
+        self, is_async: bool
+    ) -> None:
+        """The group says create() failed, of which implementation, and how many rollbacks did."""
+
+        def register(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a", fails=True))
+            scope.defer(sync_cleanup(log, "b", fails=True))
+            raise log.error("create", SetupError)
+
+        async def register_async(scope: ck.FeatureScope, log: Log) -> None:
+            register(scope, log)
+
+        implementation: SyncImplementation | AsyncImplementation = (
+            AsyncImplementation(register_async) if is_async else SyncImplementation(register)
+        )
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        name = type(implementation).__qualname__
+        assert raised.value.message == f"create() of {name} failed and so did 2 rollback cleanup(s)"
+        assert_members(raised.value, ["create", "b", "a"], implementation.log)
+
+
+class TestDisposeFromItsOwnWork:
+    @pytest.mark.anyio
+    async def test_background_work_disposing_its_own_session_is_refused(self) -> None:
+        """Closing would wait for the work that asked for it: a RuntimeError says so, at once."""
+        refused: list[str] = []
+        sessions: list[ck.Session[Log]] = []
+
+        async def disposes_its_session() -> None:
+            while not sessions:
+                await anyio.lowlevel.checkpoint()
+            try:
+                await sessions[0].dispose()
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.start_soon(disposes_its_session)
+
+        async with ck.open_feature(SyncImplementation(setup), timeout=TIMEOUT) as session:
+            sessions.append(session)
+            while not refused:
+                await anyio.lowlevel.checkpoint()
+        assert refused == [
+            "dispose() of feature 'test.scope' was called from its own background work, "
+            "which closing waits for: it would wait for itself"
+        ]
