@@ -1383,8 +1383,9 @@ class TestDisposeFromItsOwnWork:
 
         async with ck.open_feature(SyncImplementation(setup), timeout=TIMEOUT) as session:
             sessions.append(session)
-            while not refused:
-                await anyio.lowlevel.checkpoint()
+            with anyio.move_on_after(FOREVER):  # a dispose waiting for itself never returns
+                while not refused:
+                    await anyio.lowlevel.checkpoint()
         assert refused == [
             "dispose() of feature 'test.scope' was called from its own background work, "
             "which closing waits for: it would wait for itself"
