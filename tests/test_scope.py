@@ -1390,3 +1390,34 @@ class TestDisposeFromItsOwnWork:
             "dispose() of feature 'test.scope' was called from its own background work, "
             "which closing waits for: it would wait for itself"
         ]
+
+
+class TestWorkSwallowingItsCancellation:
+    @pytest.mark.anyio
+    async def test_it_is_interrupted_and_the_timeout_says_where(self) -> None:
+        """Work that swallows every cancellation is interrupted past the deadline, and ends."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def swallowing() -> None:
+                end = anyio.current_time() + FOREVER  # bounded: a regression fails, not hangs
+                try:
+                    while anyio.current_time() < end:
+                        try:
+                            await anyio.sleep(end - anyio.current_time())
+                        except anyio.get_cancelled_exc_class():
+                            pass  # swallowed
+                finally:
+                    log.add("w ended")
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(swallowing)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.wait_all_tasks_blocked()
+        [timeout] = raised.value.exceptions
+        assert_timeout(timeout, "background work did not finish within 0.3s of being cancelled")
+        assert "interrupted in " in str(timeout)
+        assert "swallowing" in str(timeout)
+        assert implementation.log.events == ["create", "w ended", "a"]
