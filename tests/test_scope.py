@@ -1421,3 +1421,28 @@ class TestWorkSwallowingItsCancellation:
         assert "interrupted in " in str(timeout)
         assert "swallowing" in str(timeout)
         assert implementation.log.events == ["create", "w ended", "a"]
+
+    @pytest.mark.anyio
+    async def test_work_raising_a_cancellation_it_caught_fails_with_it(self) -> None:
+        """A cancellation the work raises itself, not the join's, is a failure of the scope."""
+        stray: list[BaseException] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def leaks_a_cancellation() -> None:
+                with anyio.CancelScope() as own:
+                    own.cancel()
+                    try:
+                        await anyio.lowlevel.checkpoint()
+                    except anyio.get_cancelled_exc_class() as exc:
+                        stray.append(exc)
+                raise stray[0]
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(leaks_a_cancellation)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(BaseExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.wait_all_tasks_blocked()
+        assert list(raised.value.exceptions) == stray
+        assert implementation.log.events == ["create", "a"]
