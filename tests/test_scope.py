@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -1446,3 +1447,27 @@ class TestWorkSwallowingItsCancellation:
                 await anyio.wait_all_tasks_blocked()
         assert list(raised.value.exceptions) == stray
         assert implementation.log.events == ["create", "a"]
+
+    @pytest.mark.anyio
+    async def test_work_blocking_the_loop_as_it_winds_down_makes_the_join_late(self) -> None:
+        """Work that ends by itself, but blocked the loop past the deadline: the join overran."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def blocks_as_it_ends() -> None:
+                try:
+                    await anyio.sleep(FOREVER)
+                finally:
+                    time.sleep(2 * TIMEOUT)  # noqa: ASYNC251 - sync code, which nothing cancels
+                    log.add("w ended")
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(blocks_as_it_ends)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                await anyio.wait_all_tasks_blocked()
+        [late] = raised.value.exceptions
+        assert_timeout(late, "the join of background work exceeded the 0.3s deadline")
+        assert "sync code blocked the event loop" in str(late)
+        assert implementation.log.events == ["create", "w ended", "a"]
