@@ -1471,3 +1471,34 @@ class TestWorkSwallowingItsCancellation:
         assert_timeout(late, "the join of background work exceeded the 0.3s deadline")
         assert "sync code blocked the event loop" in str(late)
         assert implementation.log.events == ["create", "w ended", "a"]
+
+    @pytest.mark.anyio
+    async def test_cleanups_wait_for_the_last_piece_of_work_to_end(self) -> None:
+        """With work that ends at once and work slow to wind down, cleanups wait for both."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def quick() -> None:
+                try:
+                    await anyio.sleep(FOREVER)
+                finally:
+                    log.add("quick ended")
+
+            async def slow() -> None:
+                try:
+                    await anyio.sleep(FOREVER)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        for _ in range(5):
+                            await anyio.lowlevel.checkpoint()
+                    log.add("slow ended")
+
+            scope.defer(sync_cleanup(log, "a"))
+            scope.start_soon(quick)
+            scope.start_soon(slow)
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            await anyio.wait_all_tasks_blocked()
+        events = implementation.log.events
+        assert sorted(events[1:3]) == ["quick ended", "slow ended"]
+        assert events[3:] == ["a"]
