@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -1502,3 +1503,32 @@ class TestWorkSwallowingItsCancellation:
         events = implementation.log.events
         assert sorted(events[1:3]) == ["quick ended", "slow ended"]
         assert events[3:] == ["a"]
+
+
+class TestOverrunMessages:
+    @pytest.mark.anyio
+    async def test_each_overrun_says_how_the_cleanup_overran(self) -> None:
+        """Sync code that blocked says how long it ran; a cancelled await says where it was."""
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            def blocks() -> None:
+                time.sleep(2 * TIMEOUT)  # sync code, which nothing cancels
+
+            scope.defer(blocks)
+            scope.defer(async_cleanup(log, "b", hangs=True))
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        hung, blocked = (str(exc) for exc in raised.value.exceptions)
+        assert re.fullmatch(
+            r"feature 'test\.scope': cleanup cleanup_b exceeded the 0\.3s deadline "
+            r"\(stage 'cleanup'; cancelled in cleanup at test_scope\.py:\d+\)",
+            hung,
+        ), hung
+        assert re.fullmatch(
+            r"feature 'test\.scope': cleanup .*\.blocks exceeded the 0\.3s deadline "
+            r"\(stage 'cleanup'; ran \d+\.\ds; sync code blocked the event loop\)",
+            blocked,
+        ), blocked
