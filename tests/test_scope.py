@@ -1532,3 +1532,21 @@ class TestOverrunMessages:
             r"\(stage 'cleanup'; ran \d+\.\ds; sync code blocked the event loop\)",
             blocked,
         ), blocked
+
+
+class TestRefusalMessages:
+    @pytest.mark.anyio
+    async def test_a_closed_scope_names_the_refused_call_and_its_feature(self) -> None:
+        """The whole message: the call refused, and the scope's feature."""
+        implementation = SyncImplementation(no_setup)
+        async with ck.open_feature(implementation, timeout=TIMEOUT):
+            pass
+        scope = implementation.scope
+        assert scope is not None
+        with pytest.raises(RuntimeError) as deferred:
+            scope.defer(sync_cleanup(implementation.log, "never"))
+        with pytest.raises(RuntimeError) as started:
+            scope.start_soon(worker, scope, implementation.log, "never")
+        closed = "on the scope of feature 'test.scope' after it started closing"
+        assert str(deferred.value) == f"defer() {closed}"
+        assert str(started.value) == f"start_soon() {closed}"
