@@ -108,6 +108,18 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def as_a_user_starts_it() -> None:
+    """
+    In the child, before it runs Python: Ctrl-C and SIGTERM at their defaults, as
+    in a terminal. A test run started as a background job inherits SIGINT
+    ignored (and may have signals blocked), and the tests that send them would
+    then wait for what was never delivered.
+    """
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def start(
     args: Sequence[str | bytes], cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[str]:
@@ -119,6 +131,7 @@ def start(
         stderr=subprocess.PIPE,
         text=True,
         encoding="utf-8",
+        preexec_fn=None if sys.platform == "win32" else as_a_user_starts_it,
     )
 
 
