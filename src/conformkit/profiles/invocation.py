@@ -1561,29 +1561,38 @@ def _host_app(options: InvocationOptions) -> ASGIApp:
 # --------------------------------------------------------------------------- implementations
 
 
+class _AppImplementation(FeatureImplementation[InvocationAPI, InvocationCase]):
+    """What every implementation here shares: a wrapper, where its apps are reached, a prefix."""
+
+    feature = feature
+    coverage = feature.coverage()
+
+    def __init__(self, wrapper: Wrapper, placement: Placement | None, prefix: str) -> None:
+        self.wrapper = wrapper
+        self.placement = InProcess() if placement is None else placement
+        self.prefix = prefix
+
+    def create(self, scope: FeatureScope) -> InvocationAPI:
+        return InvocationAPI(self.wrapper, self.placement, self.prefix)
+
+
 @final
-class ReferenceImplementation(FeatureImplementation[InvocationAPI, InvocationCase]):
+class ReferenceImplementation(_AppImplementation):
     """
     The reference handler, :func:`create_app`, as the wrapper.
 
     :param placement: where the cases reach its apps; in-process by default.
     """
 
-    feature = feature
-    coverage = feature.coverage()
-
     def __init__(self, placement: Placement | None = None) -> None:
-        self.placement = InProcess() if placement is None else placement
+        super().__init__(create_app, placement, "")
 
     def __repr__(self) -> str:
         return f"ReferenceImplementation({self.placement!r})"
 
-    def create(self, scope: FeatureScope) -> InvocationAPI:
-        return InvocationAPI(create_app, self.placement)
-
 
 @final
-class MountedReferenceImplementation(FeatureImplementation[InvocationAPI, InvocationCase]):
+class MountedReferenceImplementation(_AppImplementation):
     """
     A host-style wrapper: the reference handler mounted under ``/host/v1`` inside
     another ASGI app, behind a middleware that adds a response header.
@@ -1591,21 +1600,15 @@ class MountedReferenceImplementation(FeatureImplementation[InvocationAPI, Invoca
     :param placement: where the cases reach its apps; in-process by default.
     """
 
-    feature = feature
-    coverage = feature.coverage()
-
     def __init__(self, placement: Placement | None = None) -> None:
-        self.placement = InProcess() if placement is None else placement
+        super().__init__(_host_app, placement, HOST_PREFIX)
 
     def __repr__(self) -> str:
         return f"MountedReferenceImplementation({self.placement!r})"
 
-    def create(self, scope: FeatureScope) -> InvocationAPI:
-        return InvocationAPI(_host_app, self.placement, HOST_PREFIX)
-
 
 @final
-class WrapperImplementation(FeatureImplementation[InvocationAPI, InvocationCase]):
+class WrapperImplementation(_AppImplementation):
     """
     Any wrapper, claiming every case: the shortest way to run the profile on yours.
 
@@ -1614,23 +1617,15 @@ class WrapperImplementation(FeatureImplementation[InvocationAPI, InvocationCase]
     :param prefix: the path under which the app serves its routes.
     """
 
-    feature = feature
-    coverage = feature.coverage()
-
     def __init__(
         self, wrapper: Wrapper, *, placement: Placement | None = None, prefix: str = ""
     ) -> None:
         if not callable(wrapper):
             raise TypeError(f"WrapperImplementation: wrapper must be callable, got {wrapper!r}")
-        self.wrapper = wrapper
-        self.placement = InProcess() if placement is None else placement
-        self.prefix = prefix
+        super().__init__(wrapper, placement, prefix)
 
     def __repr__(self) -> str:
         return f"WrapperImplementation({callable_name(self.wrapper)}, {self.placement!r})"
-
-    def create(self, scope: FeatureScope) -> InvocationAPI:
-        return InvocationAPI(self.wrapper, self.placement, self.prefix)
 
 
 implementations: tuple[FeatureImplementation[InvocationAPI, InvocationCase], ...] = (
