@@ -16,7 +16,9 @@ import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, TypedDict, final
+
+from typing_extensions import Unpack
 
 from .._exceptions import UsageError
 from .._feature import Coverage, Feature, suggest
@@ -77,19 +79,25 @@ class Pair:
         return self.plan.coverage
 
 
+class PlanOptions(TypedDict, total=False):
+    """The options of ``run_contract`` that the command line sets for every pair it runs."""
+
+    timeout: float | None
+    reject_vacuous: bool
+    probe_unsupported: bool
+    check_isolation: bool
+
+
 def collect(
     targets: Sequence[str],
     *,
     installed: bool = False,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    reject_vacuous: bool = False,
-    probe_unsupported: bool = False,
+    **options: Unpack[PlanOptions],
 ) -> list[Pair]:
     """
     Collect the suites and implementations that targets and entry points hold, and pair them.
 
-    ``timeout``, ``reject_vacuous`` and ``probe_unsupported`` are those of
-    ``run_contract``, for every pair.
+    ``options`` are those of ``run_contract``, for every pair.
 
     :param targets: ``pkg.contracts``, ``pkg.contracts:name``, ``path/to/file.py`` or
         ``path/to/file.py:name``.
@@ -139,17 +147,12 @@ def collect(
                 collector.contexts.append((context, distribution))
             if not collector.gather(value, where, distribution, explicit=True):
                 raise UsageError(f"{where} holds no contract suite or feature implementation")
-    return collector.pairs(
-        timeout, reject_vacuous=reject_vacuous, probe_unsupported=probe_unsupported
-    )
+    return collector.pairs(**options)
 
 
 def collect_modules(
     modules: Iterable[types.ModuleType],
-    *,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    reject_vacuous: bool = False,
-    probe_unsupported: bool = False,
+    **options: Unpack[PlanOptions],
 ) -> list[Pair]:
     """
     Pair the ``suite`` of each module with the module's ``implementations``.
@@ -165,9 +168,7 @@ def collect_modules(
         collector.gather(
             module.implementations, f"{module.__name__}:implementations", None, explicit=True
         )
-    return collector.pairs(
-        timeout, reject_vacuous=reject_vacuous, probe_unsupported=probe_unsupported
-    )
+    return collector.pairs(**options)
 
 
 def load_target(target: str) -> tuple[object, str, types.ModuleType]:
@@ -430,13 +431,7 @@ class _Collector:
             found += self.gather(value, where, distribution, explicit=explicit)
         return found
 
-    def pairs(
-        self,
-        timeout: float | None,
-        *,
-        reject_vacuous: bool = False,
-        probe_unsupported: bool = False,
-    ) -> list[Pair]:
+    def pairs(self, **options: Unpack[PlanOptions]) -> list[Pair]:
         """
         Each implementation with the suite of its feature, suites in the order found.
 
@@ -444,6 +439,7 @@ class _Collector:
         feature from the module its target named, or from the module of its class;
         a suite without implementations, the implementations in its target's module.
         """
+        options.setdefault("timeout", DEFAULT_TIMEOUT)
         implementations = self._implementations()
         features: dict[str, tuple[Feature[Any, Any], str]] = {}
 
@@ -491,13 +487,7 @@ class _Collector:
                 by_feature[key] = found_implementations
             names: dict[str, str] = {}
             for implementation, place in by_feature[key]:
-                plan = RunPlan(
-                    implementation,
-                    suite,
-                    timeout,
-                    reject_vacuous=reject_vacuous,
-                    probe_unsupported=probe_unsupported,
-                )
+                plan = RunPlan(implementation, suite, **options)
                 if plan.name in names:
                     raise UsageError(
                         f"two implementations of feature {suite.feature.id!r} are named "

@@ -24,7 +24,7 @@ from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
 from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
-from ._collect import Pair, Shard, collect, collect_modules, parse_shard, select
+from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
 from ._console import Outputs, ProgressLine, printable, write
 from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
@@ -191,6 +191,15 @@ def _backend(name: str) -> str:
         raise UsageError(str(error)) from error
 
 
+def _plan_options(arguments: argparse.Namespace) -> PlanOptions:
+    return PlanOptions(
+        timeout=getattr(arguments, "timeout", DEFAULT_TIMEOUT),
+        reject_vacuous=arguments.reject_vacuous,
+        probe_unsupported=arguments.probe_unsupported,
+        check_isolation=arguments.check_isolation,
+    )
+
+
 def _verbosity(arguments: argparse.Namespace) -> int:
     return int(arguments.verbose - arguments.quiet)
 
@@ -215,9 +224,6 @@ def _execute(
     from .._watchdog import Watch, set_stuck_hook
 
     backend = _backend(arguments.backend)
-    if arguments.check_isolation:
-        for pair in pairs:
-            pair.plan.isolation = True
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     line = ProgressLine(sys.stderr) if show else None
     started = now()
@@ -333,13 +339,10 @@ def _run_command(arguments: argparse.Namespace) -> int:
     reads += [("target", path) for path in map(target_file, arguments.targets) if path]
     try:
         outputs.prepare(*extra, reads=reads)
-        timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
         pairs = collect(
             arguments.targets,
             installed=arguments.installed,
-            timeout=timeout,
-            reject_vacuous=arguments.reject_vacuous,
-            probe_unsupported=arguments.probe_unsupported,
+            **_plan_options(arguments),
         )
         selections = select(pairs, arguments.select, shard)
         matrix, stop = _execute(
@@ -414,12 +417,9 @@ def _demo_command(arguments: argparse.Namespace) -> int:
     try:
         outputs.prepare()
         modules = _installed_bundled_modules()
-        timeout = getattr(arguments, "timeout", DEFAULT_TIMEOUT)
         pairs = collect_modules(
             modules,
-            timeout=timeout,
-            reject_vacuous=arguments.reject_vacuous,
-            probe_unsupported=arguments.probe_unsupported,
+            **_plan_options(arguments),
         )
         selections = [pair.case_ids for pair in pairs]
         names = [module.__name__ for module in modules]
