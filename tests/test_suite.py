@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any, Protocol
 
 import pytest
@@ -90,6 +90,18 @@ class TextAPIWithName(TextAPI, Protocol):
     name: str
 
 
+class TextAPIWithPrivateState(TextAPI, Protocol):
+    _pending: list[str]  # private: not an operation of the API
+
+
+class TextAPIWithAsyncHelpers(TextAPI, Protocol):
+    @staticmethod
+    async def ping() -> None: ...
+
+    @classmethod
+    async def open(cls) -> None: ...
+
+
 class TestSyncCasesOverAsyncAPIs:
     """A plain function that returns nothing, over an API that is all async, is refused."""
 
@@ -168,6 +180,42 @@ class TestSyncCasesOverAsyncAPIs:
 
         suite.case(sizes)
         assert "sizes" in suite
+
+    @pytest.mark.parametrize(
+        ("api_type", "operations"),
+        [
+            (TextAPIWithPrivateState, "read, write"),
+            (TextAPIWithAsyncHelpers, "open, ping, read, write"),
+        ],
+        ids=["a-private-annotation", "async-static-and-class-methods"],
+    )
+    def test_private_members_and_async_static_methods_keep_the_api_async_only(
+        self, api_type: Any, operations: str
+    ) -> None:
+        suite = ck.ContractSuite(ck.Feature[api_type]("test.suite.sync", cases=("writes",)))
+
+        def writes(api: Any) -> None:
+            api.write("k", "v")
+
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            suite.case(writes)
+        assert f"every operation of {api_type.__name__} is async ({operations})" in str(
+            raised.value
+        )
+
+    def test_a_generator_function_is_left_to_the_run(self) -> None:
+        """A generator returns a generator, not nothing: this check does not judge it."""
+        suite = ck.ContractSuite(ck.Feature[TextAPI]("test.suite.sync", cases=("gen", "agen")))
+
+        def gen(api: TextAPI) -> Iterator[None]:
+            yield
+
+        async def agen(api: TextAPI) -> AsyncIterator[None]:
+            yield
+
+        suite.case(gen)  # type: ignore[type-var]
+        suite.case(agen)  # type: ignore[type-var]
+        assert list(suite) == ["gen", "agen"]
 
     def test_an_async_case_over_an_async_api_is_allowed(self) -> None:
         suite = ck.ContractSuite(ck.Feature[TextAPI]("test.suite.sync", cases=("writes",)))

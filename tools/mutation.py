@@ -2,20 +2,28 @@
 Mutation testing of conformkit's core: the score per module, and every surviving mutant.
 
     pip install -e '.[test,mutation]'
-    python tools/mutation.py               # mutate, run the tests, print the scores
-    python tools/mutation.py --report      # print the scores of the last run again
+    python tools/mutation.py                    # every core module, one after another
+    python tools/mutation.py --module _scope    # one module (repeat the option for more)
+    python tools/mutation.py --report           # print the scores of the last runs again
 
 mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a time
-in the core modules (a comparison, a constant, a removed statement, an ``await``...)
+in a core module (a comparison, a constant, a removed statement, an ``await``...)
 and runs the tests that reach the changed function. A mutant the tests do not notice
 survives. Some survivors change nothing observable (an equivalent mutant); each is
 listed in tools/mutation-equivalents.toml with the mutated line and a one-line
 reason, and left out of the score. An entry whose mutant no longer exists, or whose
 line no longer matches, is reported as stale, so the list cannot rot silently.
 
+Each module is mutated in a copy of the working tree of its own, under
+``.mutation/<module>/``, whose ``[tool.mutmut]`` names that module alone and the
+in-process test files that exercise it (``TESTS`` below): the whole suite, with its
+subprocess tests, would take hours per module on two cores. A kill by those tests is
+a kill by the whole suite, so each score is a lower bound. The copies stay, so that
+``--report`` and ``cd .mutation/_scope && mutmut show NAME`` work after the run.
+
 The score of a module is killed / (mutants - equivalent). Mutants that no test
-reaches count as survivors. The run takes tens of minutes on two cores: it is not
-part of ``.ci/run``.
+reaches count as survivors. A run takes tens of minutes per module on two cores: it
+is not part of ``.ci/run``.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -32,6 +42,43 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.toml"
+SCRATCH = ROOT / ".mutation"
+# The in-process tests that exercise each core module (subprocess and docs tests left out).
+TESTS: dict[str, list[str]] = {
+    "_feature": [
+        "tests/test_feature.py",
+        "tests/test_families.py",
+        "tests/test_implementation.py",
+        "tests/test_suite.py",
+    ],
+    "_implementation": [
+        "tests/test_implementation.py",
+        "tests/test_families.py",
+        "tests/test_feature.py",
+        "tests/test_suite.py",
+        "tests/test_runner.py",
+    ],
+    "_suite": ["tests/test_suite.py", "tests/test_families.py", "tests/test_feature.py"],
+    "_scope": [
+        "tests/test_scope.py",
+        "tests/test_background_task_names.py",
+        "tests/test_runner.py",
+    ],
+    "_runner": [
+        "tests/test_runner.py",
+        "tests/test_found_unsupported.py",
+        "tests/test_reason_forms.py",
+        "tests/test_shape.py",
+        "tests/test_unittest_cases.py",
+    ],
+    "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
+    "_report": [
+        "tests/test_report.py",
+        "tests/test_runner.py",
+        "tests/cli/test_matrix.py",
+        "tests/cli/test_gates.py",
+    ],
+}
 TARGET = 0.95
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 STATUS = {
@@ -77,19 +124,58 @@ def equivalents() -> dict[str, Equivalent]:
     return found
 
 
+def scratch(path: Path) -> Path:
+    """The copy of the working tree in which the module at ``path`` is mutated."""
+    return SCRATCH / path.stem
+
+
+def prepare(path: Path) -> Path:
+    """
+    A fresh copy of the working tree (the files git tracks or does not ignore), with
+    ``[tool.mutmut]`` narrowed to the module at ``path`` and to the tests in ``TESTS``.
+    """
+    module = path.stem
+    if module not in TESTS:
+        sys.exit(f"tools/mutation.py: no tests are listed for {module} in TESTS")
+    copy = scratch(path)
+    shutil.rmtree(copy, ignore_errors=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode()  # fmt: skip
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+    config = copy / "pyproject.toml"
+    text = config.read_text(encoding="utf-8")
+    narrowed = f"""source_paths = ["{path.relative_to(ROOT).as_posix()}"]
+pytest_add_cli_args_test_selection = {json.dumps(TESTS[module])}
+timeout_multiplier = 3.0
+"""
+    # Replace the committed values (each key once, possibly spanning lines).
+    for key in ("source_paths", "pytest_add_cli_args_test_selection", "timeout_multiplier"):
+        text = re.sub(rf"(?ms)^{key} = (\[.*?\]|\S+)\n", "", text, count=1)
+    text = text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + narrowed, 1)
+    config.write_text(text, encoding="utf-8")
+    return copy
+
+
 def results(path: Path) -> Iterator[tuple[str, str]]:
     """Each mutant of a source file with its status, from mutmut's record of the last run."""
-    meta = ROOT / "mutants" / path.relative_to(ROOT).with_name(path.name + ".meta")
+    relative = path.relative_to(ROOT)
+    meta = scratch(path) / "mutants" / relative.with_name(path.name + ".meta")
     if not meta.exists():
-        sys.exit(f"no results for {path.relative_to(ROOT)}: run tools/mutation.py first")
+        sys.exit(f"no results for {relative}: run tools/mutation.py --module {path.stem} first")
     data = json.loads(meta.read_text(encoding="utf-8"))
     for mutant, code in sorted(data["exit_code_by_key"].items()):
         yield mutant, STATUS.get(code, "not checked" if code is None else "suspicious")
 
 
-def diff(mutant: str) -> str:
+def diff(mutant: str, copy: Path) -> str:
     shown = subprocess.run(
-        ["mutmut", "show", mutant], cwd=ROOT, capture_output=True, text=True, check=False
+        ["mutmut", "show", mutant], cwd=copy, capture_output=True, text=True, check=False
     )
     return shown.stdout
 
@@ -102,14 +188,14 @@ def mutated_line(patch: str) -> str:
     return ""
 
 
-def report() -> int:
+def report(paths: list[Path]) -> int:
     known = equivalents()
     seen: set[str] = set()
     stale: list[str] = []
     failing = False
     print(f"{'module':<22}{'mutants':>9}{'killed':>8}{'equiv.':>8}{'survived':>10}{'score':>8}")
     survivors: list[tuple[str, str, str]] = []
-    for path in source_paths():
+    for path in paths:
         total = killed = equivalent = 0
         for mutant, status in results(path):
             total += 1
@@ -119,7 +205,7 @@ def report() -> int:
                     stale.append(f"{mutant}: listed as equivalent, but the tests kill it")
                     seen.add(mutant)
                 continue
-            patch = diff(mutant)
+            patch = diff(mutant, scratch(path))
             if mutant in known:
                 seen.add(mutant)
                 if known[mutant].line != mutated_line(patch):
@@ -137,7 +223,9 @@ def report() -> int:
         print(
             f"{path.stem:<22}{total:>9}{killed:>8}{equivalent:>8}{judged - killed:>10}{score:>8.1%}"
         )
-    stale.extend(f"{name}: no such mutant any more" for name in sorted(set(known) - seen))
+    reported = {f"conformkit.{path.stem}." for path in paths}
+    gone = {name for name in set(known) - seen if name.startswith(tuple(reported))}
+    stale.extend(f"{name}: no such mutant any more" for name in sorted(gone))
     for mutant, status, patch in survivors:
         print(f"\n{patch.strip() or f'# {mutant}: {status}'}")  # mutmut's diff names it
     for line in stale:
@@ -151,16 +239,30 @@ def report() -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--report", action="store_true", help="only report the last run")
+    parser.add_argument("--report", action="store_true", help="only report the last runs")
+    parser.add_argument(
+        "--module", action="append", metavar="NAME", help="a core module, e.g. _scope (repeatable)"
+    )
     parser.add_argument("--max-children", type=int, help="mutmut's worker count")
     arguments = parser.parse_args()
+    paths = source_paths()
+    if arguments.module:
+        by_name = {path.stem: path for path in paths}
+        unknown = [name for name in arguments.module if name not in by_name]
+        if unknown:
+            parser.error(f"not a core module: {', '.join(unknown)} (one of {', '.join(by_name)})")
+        paths = [by_name[name] for name in arguments.module]
     if not arguments.report:
+        if shutil.which("mutmut") is None:
+            parser.error("mutmut is not installed: pip install -e '.[test,mutation]'")
         command = ["mutmut", "run"]
         if arguments.max_children:
             command += ["--max-children", str(arguments.max_children)]
         environment = {**os.environ, "CONFORMKIT_MUTATION": "1"}  # see tests/conftest.py
-        subprocess.run(command, cwd=ROOT, env=environment, check=False)
-    return report()
+        for path in paths:
+            print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
+            subprocess.run(command, cwd=prepare(path), env=environment, check=False)
+    return report(paths)
 
 
 if __name__ == "__main__":

@@ -74,15 +74,16 @@ class ContractSuite(Generic[API, CaseName]):
                 f"suite of feature {feature.id!r} already has a function for case {name!r} "
                 f"({callable_location(self._cases[name])})"
             )
-        async_only = _async_only(declared_api(feature))
-        if async_only and _returns_nothing(function):
-            api_name = getattr(declared_api(feature), "__name__", "the API")
-            raise ContractDefinitionError(
-                f"case {name!r} of feature {feature.id!r} is a plain function that returns "
-                f"nothing, but every operation of {api_name} is async "
-                f"({', '.join(async_only)}): its calls would never run; make it 'async def' "
-                f"and await each call ({callable_location(function)})"
-            )
+        api_type = declared_api(feature)
+        if isinstance(api_type, type) and _returns_nothing(function):
+            async_only = _async_only(api_type)
+            if async_only:
+                raise ContractDefinitionError(
+                    f"case {name!r} of feature {feature.id!r} is a plain function that returns "
+                    f"nothing, but every operation of {api_type.__name__} is async "
+                    f"({', '.join(async_only)}): its calls would never run; make it "
+                    f"'async def' and await each call ({callable_location(function)})"
+                )
         self._cases[name] = function
 
     @overload
@@ -181,14 +182,11 @@ class ContractSuite(Generic[API, CaseName]):
             )
 
 
-def _async_only(api_type: object) -> tuple[str, ...]:
+def _async_only(api_type: type) -> tuple[str, ...]:
     """
     The operations of an API type whose every public member is an ``async def``
-    method; empty when any is not (a sync method, a property, an attribute), or
-    when the type is unknown.
+    method; empty when any is not (a sync method, a property, an attribute).
     """
-    if not isinstance(api_type, type):
-        return ()
     names = {name for name in dir(api_type) if not name.startswith("_")}
     names.update(
         name
