@@ -258,6 +258,20 @@ class TestHostOwnsTheLifecycle:
         ):
             type("Hooked", (ck.FeatureImplementation,), namespace)
 
+    def test_names_every_lifecycle_method_it_defines(self) -> None:
+        namespace: dict[str, Any] = {
+            "feature": feature,
+            "coverage": feature.coverage(),
+            "create": lambda self, scope: {},
+            "close": lambda self: None,
+            "__aexit__": lambda self, *args: None,
+        }
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            type("Hooked", (ck.FeatureImplementation,), namespace)
+        assert str(raised.value).startswith(
+            "Hooked defines '__aexit__', 'close', but the lifecycle belongs to the host"
+        )
+
     def test_rejects_a_generator_create(self) -> None:
         """create() that yields (fixture style) is rejected at class creation."""
         with pytest.raises(
@@ -397,8 +411,44 @@ class TestOneLineImplementations:
     def test_it_has_the_name_given(self) -> None:
         implementation = fresh.implementation(Store, name="Outer.MemoryStore")
         assert type(implementation).__qualname__ == "Outer.MemoryStore"
+        assert type(implementation).__name__ == "MemoryStore"
+        assert (
+            type(implementation).__doc__ == "An implementation of 'kv.fresh' that Store() creates."
+        )
         assert isinstance(implementation, ck.FeatureImplementation)
         assert repr(implementation) == "<Outer.MemoryStore implementing 'kv.fresh'>"
+        nested = fresh.implementation(store_opened, name="Outer.Inner.OpenedStore")
+        assert type(nested).__qualname__ == "Outer.Inner.OpenedStore"
+        assert type(nested).__name__ == "OpenedStore"
+        assert repr(nested) == "<Outer.Inner.OpenedStore implementing 'kv.fresh'>"
+
+    @pytest.mark.anyio
+    async def test_an_async_factory_is_given_the_scope(self) -> None:
+        """An async factory that takes the scope registers cleanups that run after each case."""
+        closed: list[str] = []
+
+        async def opened(scope: ck.FeatureScope) -> Store:
+            scope.defer(lambda: closed.append("closed"))
+            return Store()
+
+        report = await ck.run_contract(fresh.implementation(opened, name="Opened"), fresh_suite)
+        assert [result.status for result in report.results] == [ck.CaseStatus.PASSED] * 2
+        assert closed == ["closed", "closed"]
+
+    @pytest.mark.anyio
+    async def test_a_factory_without_a_signature_is_called_with_nothing(self) -> None:
+        """A builtin type has no signature to read: it is called with no arguments."""
+        feature = ck.Feature[dict[str, str]]("kv.builtin", cases=("empty",))
+        suite = ck.ContractSuite(feature)
+
+        @suite.case
+        async def empty(api: dict[str, str]) -> None:
+            assert api == {}
+
+        report = await ck.run_contract(feature.implementation(dict, name="Builtin"), suite)
+        assert [(result.status, result.reason) for result in report.results] == [
+            (ck.CaseStatus.PASSED, None)
+        ]
 
     def test_keeps_the_class_paths_checks(self) -> None:
         """Coverage and claims are checked as the class attributes are, with the same message."""
@@ -416,9 +466,28 @@ class TestOneLineImplementations:
             (Store, "two words", r"needs a name=.*got 'two words'"),
             (Store, "", r"needs a name=.*got ''"),
             ({}, "Dict", r"^Dict: implementation\(\) takes a factory .*got \{\}"),
-            (lambda scope, extra: Store(), "Two", r"take the scope or nothing.*\(scope, extra\)"),
+            (
+                lambda scope, extra: Store(),
+                "Two",
+                r"^Two: the factory \S*<lambda> must take the scope or nothing, but its signature "
+                r"is \(scope, extra\)$",
+            ),
+            (
+                Store,
+                5,
+                r"needs a name=, as a class would have: an identifier like 'MemoryText', "
+                r"got 5$",
+            ),
+            (Store, "Outer..Store", r"needs a name=.*got 'Outer\.\.Store'$"),
         ],
-        ids=["spaced-name", "empty-name", "not-callable", "two-arguments"],
+        ids=[
+            "spaced-name",
+            "empty-name",
+            "not-callable",
+            "two-arguments",
+            "not-a-string",
+            "empty-part",
+        ],
     )
     def test_rejects_what_cannot_be_an_implementation(
         self, factory: Any, name: str, message: str

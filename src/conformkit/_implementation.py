@@ -200,11 +200,7 @@ def implementation_from_factory(
     What :meth:`Feature.implementation` builds: an instance of a subclass named
     ``name``, defined in ``module``, whose ``create`` calls the factory.
     """
-    if (
-        not isinstance(name, str)
-        or not name
-        or not all(part.isidentifier() for part in name.split("."))
-    ):
+    if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
         raise ContractDefinitionError(
             f"implementation() needs a name=, as a class would have: an identifier "
             f"like 'MemoryText', got {name!r}"
@@ -220,9 +216,6 @@ def implementation_from_factory(
             f"take the scope and register cleanups with scope.defer()"
         )
     takes_scope = _takes_scope(create, f"{name}: the factory {factory}")
-    is_async = inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(
-        getattr(create, "__call__", None)  # noqa: B004  # an object whose __call__ is async
-    )
     namespace: dict[str, Any] = {
         "__module__": module,
         "__qualname__": name,
@@ -231,18 +224,12 @@ def implementation_from_factory(
         "coverage": coverage,
         "claims": claims,
     }
-    if is_async:
 
-        async def create_async(self: Any, scope: FeatureScope) -> Any:
-            return await (create(scope) if takes_scope else create())  # type: ignore[misc]
+    # Sync, whatever the factory: an awaitable it returns is awaited by the host.
+    def create_from_factory(self: Any, scope: FeatureScope) -> Any:
+        return create(scope) if takes_scope else create()
 
-        namespace["create"] = create_async
-    else:
-
-        def create_sync(self: Any, scope: FeatureScope) -> Any:
-            return create(scope) if takes_scope else create()
-
-        namespace["create"] = create_sync
+    namespace["create"] = create_from_factory
     cls = type(name.rpartition(".")[2], (FeatureImplementation,), namespace)
     instance: FeatureImplementation[API, CaseName] = cls()
     return instance
