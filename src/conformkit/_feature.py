@@ -551,24 +551,27 @@ class Feature(Generic[API, CaseName]):
                 f"Unsupported(reason), got {coverage!r}; "
                 f"{self.id!r} can build one with feature.coverage()"
             )
-        known = self._names
-        # Checked entry by entry, naming the first that is wrong, unless every
-        # name is a case or family and every marker valid, which is checked at
-        # C speed: a run checks one entry per case.
-        if not known.issuperset(coverage) or not _MARKERS.issuperset(map(type, coverage.values())):
-            for name, value in coverage.items():
-                if name not in known:
-                    self._check_member(name, f"{owner}.coverage")
-                if type(value) is not Supported and type(value) is not Unsupported:
-                    raise ContractDefinitionError(
-                        f"{owner}.coverage[{name!r}] must be Supported() or Unsupported(reason), "
-                        f"got {value!r}"
-                    )
         members = expansion.members
         case_ids = expansion.case_ids
-        if not members and all(map(coverage.__contains__, case_ids)):
-            # No family member, and every case declared: the same as below, faster.
-            return dict(zip(case_ids, map(coverage.__getitem__, case_ids), strict=True))
+        if (
+            not members
+            and type(coverage) is dict
+            and len(coverage) == len(case_ids)
+            and all(map(coverage.__contains__, case_ids))
+            and _MARKERS.issuperset(map(type, coverage.values()))
+        ):
+            # The common declaration, checked at C speed: exactly the planned
+            # cases, none a family's member, each with a valid marker.
+            return coverage.copy()
+        known = self._names
+        for name, value in coverage.items():
+            if name not in known:
+                self._check_member(name, f"{owner}.coverage")
+            if type(value) is not Supported and type(value) is not Unsupported:
+                raise ContractDefinitionError(
+                    f"{owner}.coverage[{name!r}] must be Supported() or Unsupported(reason), "
+                    f"got {value!r}"
+                )
         missing = [
             case_id
             for case_id in expansion.case_ids
