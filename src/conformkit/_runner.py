@@ -142,7 +142,7 @@ class _Lane(Watch):
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
     def __init__(self, timeout: float | None, *, watched: bool) -> None:
-        super().__init__(timeout)
+        Watch.__init__(self, timeout)  # not super(): a lane is made for every run
         self.watched = watched
         # The running stage's deadline: for the run's watchdog to act on, when
         # watched; else until the lane's scope has it. None when not armed.
