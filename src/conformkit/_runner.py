@@ -142,7 +142,7 @@ class _Lane(Watch):
     cancel_scope: anyio.CancelScope  # a fresh one for each stretch of cases
 
     def __init__(self, timeout: float | None, *, watched: bool) -> None:
-        super().__init__(timeout)
+        Watch.__init__(self, timeout)  # not super(): a lane is made for every run
         self.watched = watched
         # The running stage's deadline: for the run's watchdog to act on, when
         # watched; else until the lane's scope has it. None when not armed.
@@ -221,6 +221,8 @@ class _Late(Exception):
 
 
 _OVERRUNS: Final = (_Late, StageStuck)
+_SCOPE_TYPES: Final[dict[type[BaseException], type[anyio.CancelScope]]] = {}
+"""The type of anyio's cancel scope on each kind of event loop, by its cancellation exception."""
 _BLOCKED: Final = "sync code blocked the event loop"
 
 
@@ -524,9 +526,16 @@ class Execution(Generic[API]):
         """
         kind = self.scope_type
         if kind is None:
-            scope = anyio.CancelScope()
-            self.scope_type = type(scope)
-            return scope
+            # Known from an earlier run on the same kind of event loop, which
+            # its cancellation exception tells, at a fraction of the cost of
+            # anyio.CancelScope(): a run of one case makes one scope.
+            cancelled = anyio.get_cancelled_exc_class()
+            kind = _SCOPE_TYPES.get(cancelled)
+            if kind is None:
+                scope = anyio.CancelScope()
+                self.scope_type = _SCOPE_TYPES[cancelled] = type(scope)
+                return scope
+            self.scope_type = kind
         return kind()
 
     def stop(self) -> None:

@@ -170,6 +170,9 @@ class ContractSuite(Generic[API, CaseName]):
         return len(self._cases)
 
     def _check_complete(self) -> None:
+        has = self._cases.__contains__
+        if all(map(has, self.feature.cases)) and all(map(has, self.feature.families)):
+            return  # checked at C speed: a run checks it once per case
         missing = [
             name
             for name in (*self.feature.cases, *self.feature.families)

@@ -65,6 +65,8 @@ _POLL: Final = 0.05
 _FRAMES: Final = 8
 """The most frames of a stuck stack a report shows, innermost last."""
 _PACKAGE: Final = os.path.dirname(os.path.abspath(__file__))
+_COROUTINES: Final = (types.CoroutineType, types.GeneratorType)
+"""What :func:`interruptible` drives as it is: a tuple, as ``A | B`` is made at each call."""
 
 
 class StageStuck(BaseException):
@@ -272,10 +274,7 @@ def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generat
         ``watch.deadline`` is not ``None`` (a stage is armed): what only a
         stage that waits needs is made then.
     """
-    if isinstance(awaitable, types.CoroutineType | types.GeneratorType):
-        coroutine = awaitable
-    else:
-        coroutine = awaitable.__await__()
+    coroutine = awaitable if isinstance(awaitable, _COROUTINES) else awaitable.__await__()
     send = coroutine.send
     throw = coroutine.throw
     intercept = watch.intercept
