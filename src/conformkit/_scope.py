@@ -234,8 +234,23 @@ class FeatureScope:
         try:
             if self._closing is not None:
                 self._closing.set()
-            if self._timeout is None and self._watch is None and not self._cleanups:
-                pending = None  # nothing to run, and nothing to time (a trivial case)
+            if self._timeout is None and self._watch is None:
+                # As _clean_up() does, when no deadline times the cleanups and
+                # nothing watches them: each is called, last registered first.
+                pending = None
+                cleanups = self._cleanups
+                while cleanups:
+                    cleanup = cleanups.pop()
+                    try:
+                        result = cleanup()
+                    except StageStuck:
+                        continue  # as in _clean_up(): an overrun only under a deadline
+                    except BaseException as exc:
+                        errors.append(exc)
+                        continue
+                    if result is not None and inspect.isawaitable(result):
+                        pending = cleanup, result
+                        break
             else:
                 if now is None and self._timeout is not None:
                     now = clock()
