@@ -182,6 +182,15 @@ class TestErrors:
         write(tmp_path, name, text)
         assert error_of(tmp_path).startswith(os.path.join(tmp_path, message))
 
+    def test_a_toml_error_gives_its_line_once(self, tmp_path: Path) -> None:
+        """tomllib's "(at line N, column M)" becomes the line after the path, not a repeat."""
+        write(tmp_path, "bad.toml", "input = 1\nexpected = \n")
+        assert error_of(tmp_path) == f"{tmp_path / 'bad.toml'}:2: Invalid value"
+
+    def test_an_id_may_hold_any_character_but_whitespace_and_brackets(self, tmp_path: Path) -> None:
+        write(tmp_path, "X-ray_2.0.json", '{"input": 1, "expected": 1}')
+        assert [row.id for row in ck.Examples.from_dir(tmp_path).rows] == ["X-ray_2.0"]
+
     def test_the_same_id_in_json_and_toml_is_an_error(self, tmp_path: Path) -> None:
         """one.json and one.toml would be two examples with one ID."""
         write(tmp_path, "one.json", '{"input": 1, "expected": 1}')

@@ -352,3 +352,24 @@ class TestExamples:
             ck.Examples([("only one",)])  # type: ignore[list-item]
         with pytest.raises(ck.ContractDefinitionError, match="2 row.*1 ID"):
             ck.Examples([(1, 1), (2, 2)], ids=["a"])
+
+
+class TestParameters:
+    def test_a_family_of_names_passes_each_name(self) -> None:
+        """Each member of a family declared by names gets its own name as its parameter."""
+        feature = ck.Feature[dict[str, str]](
+            "params.names", cases=(), families={"keeps": ("a", "b")}
+        )
+        suite = ck.ContractSuite(feature)
+        seen: list[object] = []
+
+        @suite.family
+        async def keeps(api: dict[str, str], field: str) -> None:
+            seen.append(field)
+
+        report = ck.run_contract_sync(feature.implementation(dict, name="Memory"), suite)
+        assert [(result.case_id, result.status) for result in report.results] == [
+            ("keeps[a]", ck.CaseStatus.PASSED),
+            ("keeps[b]", ck.CaseStatus.PASSED),
+        ]
+        assert seen == ["a", "b"]

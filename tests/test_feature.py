@@ -114,3 +114,29 @@ class TestUnsupported:
         """Markers compare by value and are hashable."""
         assert ck.Unsupported("x") == ck.Unsupported("x") != ck.Unsupported("y")
         assert len({ck.Supported(), ck.Supported()}) == 1
+
+
+class TestWithoutAnAPIType:
+    def test_a_feature_without_an_api_type_takes_any_case_function(self) -> None:
+        """Feature(...) without [API] declares no API: nothing is judged from one."""
+        feature: ck.Feature[Any] = ck.Feature("untyped", cases=("reads",))
+        suite = ck.ContractSuite(feature)
+
+        def reads(api: Any) -> None:
+            assert api == {}
+
+        suite.case(reads)
+        report = ck.run_contract_sync(feature.implementation(dict, name="Untyped"), suite)
+        assert [(result.case_id, result.status) for result in report.results] == [
+            ("reads", ck.CaseStatus.PASSED)
+        ]
+
+
+class TestSuggestions:
+    def test_no_close_name_adds_no_suggestion(self) -> None:
+        feature = ck.Feature[Any]("suggest", cases=("read", "write"))
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            feature.coverage(unsupported={"zzzzzz": "no"})
+        assert str(raised.value) == (
+            "coverage names case 'zzzzzz', but feature 'suggest' declares no such case"
+        )

@@ -48,6 +48,7 @@ TESTS: dict[str, list[str]] = {
     "_feature": [
         "tests/test_feature.py",
         "tests/test_families.py",
+        "tests/test_examples_dir.py",
         "tests/test_implementation.py",
         "tests/test_suite.py",
     ],
