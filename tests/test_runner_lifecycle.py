@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 import conformkit as ck
+from test_runner import Case, Gate, Probe, rig
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
 TINY = 0.1  # seconds: a deadline for a case that overruns it by design
@@ -146,3 +147,100 @@ class TestDurations:
         assert result.status is FAILED
         assert "stage 'case' exceeded the 0.1s deadline" in (result.reason or "")
         assert 2 * PAUSE * 0.9 + TINY * 0.9 <= result.duration <= wall
+
+
+class TestInterruptsUnderConcurrency:
+    """KeyboardInterrupt in one lane stops every lane: the run re-raises the first one."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    async def test_an_interrupt_in_one_of_eight_lanes_stops_the_others(
+        self, timeout: float | None
+    ) -> None:
+        """The cases in flight are cancelled and disposed; no case starts after the interrupt."""
+        raised = KeyboardInterrupt()
+        gate = Gate(8)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            raise raised
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        cases: dict[str, Case] = {"interrupting": interrupting}
+        cases.update((f"waiting_{number}", waiting) for number in range(15))
+        r = rig(cases)
+        with anyio.fail_after(60):  # a lane left running would hang the test: fail instead
+            with pytest.raises(KeyboardInterrupt) as excinfo:
+                await ck.run_contract(r.implementation, r.suite, timeout=timeout, max_concurrency=8)
+        assert excinfo.value is raised
+        assert sorted(r.entries("create")) == sorted(f"create {n}" for n in range(8))
+        assert sorted(r.entries("cleanup")) == sorted(f"cleanup {n}" for n in range(8))
+
+    @pytest.mark.anyio
+    async def test_the_first_interrupt_propagates_and_a_later_one_is_noted(self) -> None:
+        """A cancelled case's cleanup raising KeyboardInterrupt too: it is in the first's notes."""
+        first = KeyboardInterrupt("first")
+        second = KeyboardInterrupt("second")
+        gate = Gate(2)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number == 1:
+
+                def interrupts() -> None:
+                    raise second
+
+                scope.defer(interrupts)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.lowlevel.checkpoint()
+            raise first
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        r = rig({"interrupting": interrupting, "waiting": waiting}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite, max_concurrency=2)
+        assert excinfo.value is first
+        assert "case 'waiting': KeyboardInterrupt: second" in excinfo.value.__notes__
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    async def test_the_cleanup_failures_of_the_cases_it_cancelled_are_noted(
+        self, timeout: float | None
+    ) -> None:
+        """A case cancelled by another lane's interrupt: its failed cleanup is in the notes."""
+        raised = KeyboardInterrupt()
+        gate = Gate(2)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number == 1:
+
+                def fails() -> None:
+                    raise ValueError("cleanup of the cancelled case failed")
+
+                scope.defer(fails)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.lowlevel.checkpoint()
+            raise raised
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        r = rig({"interrupting": interrupting, "waiting": waiting}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite, timeout=timeout, max_concurrency=2)
+        assert excinfo.value is raised
+        assert excinfo.value.__notes__ == [
+            "case 'waiting': ValueError: cleanup of the cancelled case failed"
+        ]
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
