@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -10,7 +11,7 @@ import anyio
 import pytest
 
 import conformkit as ck
-from test_runner import Case, Gate, Probe, rig
+from test_runner import Case, Gate, Probe, passing, rig
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
 TINY = 0.1  # seconds: a deadline for a case that overruns it by design
@@ -244,3 +245,48 @@ class TestInterruptsUnderConcurrency:
             "case 'waiting': ValueError: cleanup of the cancelled case failed"
         ]
         assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
+
+
+class TestLateStages:
+    """A stage that returns by itself after its deadline fails; its reason says why it was late."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_sync_code_that_held_the_loop_past_the_deadline(self, cases: int) -> None:
+        """Blocking 1.2s under a 1s deadline (interrupted only after 1s more): it blocked."""
+
+        def held(api: Probe) -> None:
+            time.sleep(1.2)
+
+        names = ("held", "after")[:cases]
+        r = rig({name: held if name == "held" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=1.0)
+        reason = report["held"].reason or ""
+        assert report["held"].status is FAILED
+        assert re.search(
+            r"stage 'case' exceeded the 1s deadline \(ran 1\.\ds; sync code blocked the event "
+            r"loop\)$",
+            reason,
+        ), reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_stage_that_swallowed_its_cancellation(self, cases: int) -> None:
+        """Cancelled at its deadline, a case that returns anyway did not answer its cancellation."""
+
+        async def swallows(api: Probe) -> None:
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                pass  # deliberately not re-raised: the defect under test
+
+        names = ("swallows", "after")[:cases]
+        r = rig({name: swallows if name == "swallows" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        reason = report["swallows"].reason or ""
+        assert report["swallows"].status is FAILED
+        assert re.search(
+            r"stage 'case' exceeded the 0\.1s deadline \(ran \d+\.\ds; it did not answer its "
+            r"cancellation\)$",
+            reason,
+        ), reason
