@@ -290,3 +290,59 @@ class TestLateStages:
             r"cancellation\)$",
             reason,
         ), reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_sync_code_interrupted_past_its_grace_ran_that_long(self, cases: int) -> None:
+        """Blocking far past deadline and grace: interrupted, it ran at least both."""
+
+        def held(api: Probe) -> None:
+            time.sleep(30)  # interrupted long before
+
+        names = ("held", "after")[:cases]
+        r = rig({name: held if name == "held" else passing(name) for name in names})
+        began = time.perf_counter()
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        wall = time.perf_counter() - began
+        reason = report["held"].reason or ""
+        found = re.search(
+            r"stage 'case' exceeded the 0\.1s deadline \(ran (\d+\.\d)s; sync code blocked the "
+            r"event loop; interrupted in held at test_runner_lifecycle\.py:\d+\)$",
+            reason,
+        )
+        assert found, reason
+        assert 2 * TINY <= float(found[1]) <= wall + 0.05  # the deadline, then the grace
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_cancelled_overrun_says_where_the_case_was(self, cases: int) -> None:
+        """Where the deadline's cancellation found the case, when that is in the code under test."""
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        names = ("waits", "after")[:cases]
+        r = rig({name: waits if name == "waits" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        reason = report["waits"].reason or ""
+        assert re.search(
+            r"exceeded the 0\.1s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+\)$",
+            reason,
+        ), reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_cancelled_overrun_in_library_code_says_only_the_deadline(
+        self, cases: int
+    ) -> None:
+        """A case that returns a library's coroutine has no frame of its own to name."""
+        names = ("sleeps", "after")[:cases]
+
+        def sleeps(api: Probe) -> Awaitable[None]:
+            return anyio.sleep_forever()  # its own frame has returned when it waits
+
+        r = rig({name: sleeps if name == "sleeps" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        reason = report["sleeps"].reason or ""
+        assert report["sleeps"].status is FAILED
+        assert reason.endswith("stage 'case' exceeded the 0.1s deadline"), reason
