@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 import conformkit as ck
-from test_runner import Case, Gate, Probe, passing, rig
+from test_runner import SHORT, Case, Gate, Probe, passing, rig, statuses
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
 TINY = 0.1  # seconds: a deadline for a case that overruns it by design
@@ -346,3 +346,53 @@ class TestLateStages:
         reason = report["sleeps"].reason or ""
         assert report["sleeps"].status is FAILED
         assert reason.endswith("stage 'case' exceeded the 0.1s deadline"), reason
+
+
+class TestBackgroundWorkOutlivingItsJoin:
+    """A run of one case waits for background work that outlived its join, as a task group would."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_a_cancelled_run_still_waits_for_the_work_to_end(self, runner: str) -> None:
+        """Cancelled while it waits for that work, the run ends only after the work ended."""
+        started = anyio.Event()
+        release = anyio.Event()
+        order: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            async def stubborn() -> None:
+                started.set()
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to the join's cancellation
+                order.append("work ended")
+
+            scope.start_soon(stubborn)
+
+        async def awaiting_its_work(api: Probe) -> None:
+            await started.wait()
+
+        r = rig({"stubborn": awaiting_its_work}, on_create=on_create)
+
+        async def cancel_then_release(outer: anyio.CancelScope) -> None:
+            # The join waits SHORT, then SHORT again for work it interrupts.
+            await anyio.sleep(3 * SHORT)
+            outer.cancel()
+            await anyio.sleep(SHORT)
+            release.set()
+
+        async with anyio.create_task_group() as task_group:
+            with anyio.CancelScope() as outer:
+                task_group.start_soon(cancel_then_release, outer)
+                if runner == "run_contract":
+                    report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+                    assert statuses(report) == [FAILED]
+                    [timeout] = report["stubborn"].cleanup_errors
+                    assert "background work did not finish" in str(timeout)
+                else:
+                    [case] = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
+                    with pytest.raises(ExceptionGroup) as excinfo:
+                        await case.run()
+                    [timeout] = excinfo.value.exceptions
+                    assert "background work did not finish" in str(timeout)
+            order.append("run ended")
+        assert order == ["work ended", "run ended"]
