@@ -396,3 +396,38 @@ class TestBackgroundWorkOutlivingItsJoin:
                     assert "background work did not finish" in str(timeout)
             order.append("run ended")
         assert order == ["work ended", "run ended"]
+
+
+class TestWatchdog:
+    """The run's one watchdog acts on every lane's deadline, whatever the other lanes do."""
+
+    @pytest.mark.anyio
+    async def test_a_lane_past_an_idle_one_is_still_watched(self) -> None:
+        """The second lane's case is cancelled at its deadline though the first lane is idle."""
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        r = rig({"quick": passing("quick"), "waits": waits})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY, max_concurrency=2)
+        assert statuses(report) == [PASSED, FAILED]
+        reason = report["waits"].reason or ""
+        assert re.search(
+            r"exceeded the 0\.1s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+\)$",
+            reason,
+        ), reason
+
+    @pytest.mark.anyio
+    async def test_a_stage_that_outlives_its_cancellation_leaves_the_watchdog_working(
+        self,
+    ) -> None:
+        """A case waiting shielded long past its deadline fails; the next case runs and passes."""
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(5 * TINY)
+
+        r = rig({"shielded": shielded, "after": passing("after")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        assert statuses(report) == [FAILED, PASSED]
+        assert "stage 'case' exceeded the 0.1s deadline" in (report["shielded"].reason or "")
