@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 import conformkit as ck
-from test_runner import SHORT, Case, Gate, Probe, passing, rig, statuses
+from test_runner import SHORT, Case, Gate, Probe, Rig, passing, rig, statuses
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
 TINY = 0.1  # seconds: a deadline for a case that overruns it by design
@@ -247,27 +247,51 @@ class TestInterruptsUnderConcurrency:
         assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
 
 
+def holding_rig(stage: str, cases: int, *, seconds: float) -> Rig:
+    """Case "held" holds the event loop ``seconds`` in ``stage``; "after" follows, if 2 cases."""
+
+    def held() -> None:
+        time.sleep(seconds)
+
+    async def on_create(number: int, scope: ck.FeatureScope) -> None:
+        if number != 0:
+            return
+        if stage == "create":
+            held()
+        if stage == "cleanup":
+            scope.defer(held)
+
+    def holding(api: Probe) -> None:
+        if stage == "case":
+            held()
+
+    names = ("held", "after")[:cases]
+    return rig(
+        {name: holding if name == "held" else passing(name) for name in names}, on_create=on_create
+    )
+
+
 class TestLateStages:
     """A stage that returns by itself after its deadline fails; its reason says why it was late."""
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
-    async def test_sync_code_that_held_the_loop_past_the_deadline(self, cases: int) -> None:
+    @pytest.mark.parametrize("stage", ["create", "case"])
+    async def test_sync_code_that_held_the_loop_past_the_deadline(
+        self, stage: str, cases: int
+    ) -> None:
         """Blocking 1.2s under a 1s deadline (interrupted only after 1s more): it blocked."""
-
-        def held(api: Probe) -> None:
-            time.sleep(1.2)
-
-        names = ("held", "after")[:cases]
-        r = rig({name: held if name == "held" else passing(name) for name in names})
+        r = holding_rig(stage, cases, seconds=1.2)
         report = await ck.run_contract(r.implementation, r.suite, timeout=1.0)
         reason = report["held"].reason or ""
         assert report["held"].status is FAILED
-        assert re.search(
-            r"stage 'case' exceeded the 1s deadline \(ran 1\.\ds; sync code blocked the event "
-            r"loop\)$",
+        found = re.search(
+            rf"stage '{stage}' exceeded the 1s deadline \(ran (\d+\.\d)s; sync code blocked the "
+            r"event loop\)$",
             reason,
-        ), reason
+        )
+        assert found, reason
+        assert float(found[1]) >= 1.2
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
@@ -293,25 +317,26 @@ class TestLateStages:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
-    async def test_sync_code_interrupted_past_its_grace_ran_that_long(self, cases: int) -> None:
+    @pytest.mark.parametrize("stage", ["create", "case", "cleanup"])
+    async def test_sync_code_interrupted_past_its_grace_ran_that_long(
+        self, stage: str, cases: int
+    ) -> None:
         """Blocking far past deadline and grace: interrupted, it ran at least both."""
-
-        def held(api: Probe) -> None:
-            time.sleep(30)  # interrupted long before
-
-        names = ("held", "after")[:cases]
-        r = rig({name: held if name == "held" else passing(name) for name in names})
+        r = holding_rig(stage, cases, seconds=5.0)  # interrupted long before
         began = time.perf_counter()
         report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
         wall = time.perf_counter() - began
         reason = report["held"].reason or ""
+        what = "cleanup holding_rig.<locals>.held" if stage == "cleanup" else f"stage {stage!r}"
         found = re.search(
-            r"stage 'case' exceeded the 0\.1s deadline \(ran (\d+\.\d)s; sync code blocked the "
-            r"event loop; interrupted in held at test_runner_lifecycle\.py:\d+\)$",
+            rf"{what} exceeded the 0\.1s deadline \((stage 'cleanup'; )?ran (\d+\.\d)s; sync "
+            r"code blocked the event loop; interrupted in held at test_runner_lifecycle\.py:\d+",
             reason,
         )
         assert found, reason
-        assert 2 * TINY <= float(found[1]) <= wall + 0.05  # the deadline, then the grace
+        assert 2 * TINY <= float(found[2]) <= wall + 0.05  # the deadline, then the grace
+        if cases == 2:
+            assert report["after"].status is PASSED
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
