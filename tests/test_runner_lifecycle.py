@@ -330,7 +330,8 @@ class TestLateStages:
         what = "cleanup holding_rig.<locals>.held" if stage == "cleanup" else f"stage {stage!r}"
         found = re.search(
             rf"{what} exceeded the 0\.1s deadline \((stage 'cleanup'; )?ran (\d+\.\d)s; sync "
-            r"code blocked the event loop; interrupted in held at test_runner_lifecycle\.py:\d+",
+            r"code blocked the event loop; interrupted in [^()]*held at "
+            r"test_runner_lifecycle\.py:\d+",
             reason,
         )
         assert found, reason
@@ -351,7 +352,8 @@ class TestLateStages:
         report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
         reason = report["waits"].reason or ""
         assert re.search(
-            r"exceeded the 0\.1s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+\)$",
+            r"exceeded the 0\.1s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+"
+            r"[^()]*\)$",  # innermost frame first
             reason,
         ), reason
 
@@ -438,7 +440,8 @@ class TestWatchdog:
         assert statuses(report) == [PASSED, FAILED]
         reason = report["waits"].reason or ""
         assert re.search(
-            r"exceeded the 0\.1s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+\)$",
+            r"exceeded the 0\.1s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+"
+            r"[^()]*\)$",  # innermost frame first
             reason,
         ), reason
 
@@ -456,3 +459,49 @@ class TestWatchdog:
         report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
         assert statuses(report) == [FAILED, PASSED]
         assert "stage 'case' exceeded the 0.1s deadline" in (report["shielded"].reason or "")
+
+
+class TestStageDeadlines:
+    """Each stage has a deadline of its own, whatever the stages before it did."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_create_and_case_each_get_the_whole_deadline(self, cases: int) -> None:
+        """A create and a case each taking 0.6 of the deadline pass: 1.2 deadlines in all."""
+        timeout = 1.0
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            await anyio.sleep(0.6 * timeout)
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(0.6 * timeout)
+
+        names = ("slow", "other")[:cases]
+        r = rig({name: slow for name in names}, on_create=on_create)
+        report = await ck.run_contract(
+            r.implementation, r.suite, timeout=timeout, max_concurrency=cases
+        )
+        assert statuses(report) == [PASSED] * cases, [result.reason for result in report.results]
+
+    @pytest.mark.anyio
+    async def test_an_overrun_cleanup_leaves_the_next_case_its_own_grace(self) -> None:
+        """After a case whose async cleanup ignored its deadline, the next case's overrun is
+        an ordinary one: cancelled where it waited, not taken as stuck at once."""
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number == 0:
+                scope.defer(anyio.sleep_forever)
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        r = rig({"first": passing("first"), "waits": waits}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        assert statuses(report) == [FAILED, FAILED]
+        assert "cleanup" in (report["first"].reason or "")
+        reason = report["waits"].reason or ""
+        assert re.search(
+            r"stage 'case' exceeded the 0\.1s deadline \(cancelled in waits at "
+            r"test_runner_lifecycle\.py:\d+[^()]*\)$",  # innermost frame first
+            reason,
+        ), reason
