@@ -507,3 +507,39 @@ class TestStageDeadlines:
             r"test_runner_lifecycle\.py:\d+[^()]*\)$",  # innermost frame first
             reason,
         ), reason
+
+
+class TestStuckStages:
+    """A stage interrupted past its grace fails with where it was stuck, starting in its code."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_the_timeout_notes_the_stack_from_the_code_under_test(self, cases: int) -> None:
+        r = holding_rig("case", cases, seconds=5.0)  # interrupted long before
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        error = report["held"].error
+        assert isinstance(error, TimeoutError)
+        [note] = error.__notes__
+        assert note.startswith("where it was stuck:\n"), note
+        frames = re.findall(r'File "([^"]+)", line \d+, in (\w+)', note)
+        assert frames[0] == (__file__, "holding"), note  # conformkit's own frames left out
+        assert "held" in [name for _, name in frames], note
+
+    @pytest.mark.anyio
+    async def test_a_run_of_one_case_wakes_a_wait_no_cancellation_reaches(
+        self, anyio_backend: str
+    ) -> None:
+        """asyncio: woken past its grace, it fails as stuck; trio cannot: it ends late."""
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(2.0)
+
+        r = rig({"shielded": shielded})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=TINY)
+        reason = report["shielded"].reason or ""
+        assert report["shielded"].status is FAILED
+        if anyio_backend == "asyncio":
+            assert "it waited where no cancellation reached it" in reason, reason
+        else:
+            assert reason.endswith("it did not answer its cancellation)"), reason
