@@ -358,6 +358,9 @@ class TestLateStages:
             r"[^()]*\)$",  # innermost frame first
             reason,
         ), reason
+        error = report["waits"].error
+        assert isinstance(error, TimeoutError)
+        assert not hasattr(error, "__notes__")  # it was not stuck: no stack to show
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
