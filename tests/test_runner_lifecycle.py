@@ -493,9 +493,16 @@ class TestStageDeadlines:
         """After a case whose async cleanup ignored its deadline, the next case's overrun is
         an ordinary one: cancelled where it waited, not taken as stuck at once."""
 
+        async def deaf() -> None:
+            while True:  # swallows every cancellation: interrupted past its grace
+                try:
+                    await anyio.sleep_forever()
+                except anyio.get_cancelled_exc_class():
+                    pass
+
         async def on_create(number: int, scope: ck.FeatureScope) -> None:
             if number == 0:
-                scope.defer(anyio.sleep_forever)
+                scope.defer(deaf)
 
         async def waits(api: Probe) -> None:
             await anyio.sleep_forever()
