@@ -1,4 +1,8 @@
-"""What a run reports of each case's life: how long it took, whatever its outcome."""
+"""
+What a run does over each case's life, and reports of it: how long each case took,
+whatever its outcome; an interrupt in one lane; stages that return late or are
+interrupted; the deadline of each stage; background work that outlives its join.
+"""
 
 from __future__ import annotations
 
