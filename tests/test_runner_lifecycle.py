@@ -557,3 +557,24 @@ class TestStuckStages:
             assert "it waited where no cancellation reached it" in reason, reason
         else:
             assert reason.endswith("it did not answer its cancellation)"), reason
+
+
+class TestLostResults:
+    """The invariant check: a run that lost results gives no report, and names each lost case."""
+
+    @pytest.mark.anyio
+    async def test_every_lost_case_is_named(self) -> None:
+        from conformkit._runner import Execution, RunPlan
+
+        r = rig({"one": passing("one"), "two": passing("two"), "three": passing("three")})
+        plan = RunPlan(r.implementation, r.suite, None)
+        execution = Execution(plan, plan.case_ids)
+        await execution.run(1)
+        execution.results[0] = execution.results[2] = None  # as a bug in conformkit would
+        with pytest.raises(RuntimeError) as excinfo:
+            execution.report()
+        assert str(excinfo.value) == (
+            "conformkit lost the result of case(s) 'one', 'three' of feature 'test.runner' for "
+            "rig.<locals>.ProbeImplementation; no report is given rather than one that lacks them "
+            "(a bug in conformkit: please report it)"
+        )
