@@ -559,6 +559,20 @@ class TestStuckStages:
             assert reason.endswith("it did not answer its cancellation)"), reason
 
 
+class TestReports:
+    """A report names what it judged."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_report_names_its_feature_and_implementation(self, cases: int) -> None:
+        r = rig({name: passing(name) for name in ("one", "two")[:cases]})
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert (report.feature_id, report.implementation) == (
+            "test.runner",
+            "rig.<locals>.ProbeImplementation",
+        )
+
+
 class TestLostResults:
     """The invariant check: a run that lost results gives no report, and names each lost case."""
 
