@@ -669,7 +669,6 @@ class Execution(Generic[API]):
                 admitted = check.admit(created, scope)  # its shape; no other live scope's
                 if isolation:
                     await open_twin(create, scope, check)
-                stage = "case"
                 if timeout is not None:
                     # The next stage, once this one ended, which may still have
                     # overrun its deadline: sync code that blocks the event loop
@@ -678,8 +677,9 @@ class Execution(Generic[API]):
                     if now > lane.due:
                         raise _Late(now - lane.due + timeout)
                     lane.due = lane.deadline = due = now + timeout
-                    lane.stage = stage
+                    lane.stage = "case"
                     lane.stuck_at = due + grace
+                stage = "case"
                 if record:
                     from ._recording import CallRecorder
 

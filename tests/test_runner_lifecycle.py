@@ -1,0 +1,594 @@
+"""
+What a run does over each case's life, and reports of it: how long each case took,
+whatever its outcome; an interrupt in one lane; stages that return late or are
+interrupted; the deadline of each stage; background work that outlives its join.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import anyio
+import pytest
+
+import conformkit as ck
+from test_runner import SHORT, Case, Gate, Probe, Rig, passing, rig, statuses
+
+PAUSE = 0.03  # seconds each stage of a timed case sleeps
+FAILED = ck.CaseStatus.FAILED
+PASSED = ck.CaseStatus.PASSED
+UNSUPPORTED = ck.CaseStatus.UNSUPPORTED
+UNAVAILABLE = ck.CaseStatus.UNAVAILABLE
+
+
+class Pinger(Protocol):
+    async def ping(self) -> None: ...
+
+
+class Pings:
+    """The API of the timed cases: one operation, so that a run can record calls."""
+
+    async def ping(self) -> None:
+        await anyio.lowlevel.checkpoint()
+
+
+def timed_run(
+    case: Callable[[Pinger], Awaitable[None]],
+    *,
+    cases: int = 1,
+    create_raises: BaseException | None = None,
+    cleanup_raises: BaseException | None = None,
+    unsupported: dict[str, str] | None = None,
+) -> tuple[ck.FeatureImplementation[Pinger], ck.ContractSuite[Pinger]]:
+    """
+    An implementation whose create() and async cleanup each sleep PAUSE, and a suite
+    whose case "timed" is ``case``; with ``cases=2``, a passing case "other" follows.
+    """
+    timed_feature = ck.Feature[Pinger]("test.durations", cases=("timed", "other")[:cases])
+
+    class Timed(ck.FeatureImplementation[Pinger]):
+        feature = timed_feature
+        coverage = timed_feature.coverage(unsupported=unsupported or {})
+
+        async def create(self, scope: ck.FeatureScope) -> Pinger:
+            async def cleanup() -> None:
+                await anyio.sleep(PAUSE)
+                if cleanup_raises is not None:
+                    raise cleanup_raises
+
+            scope.defer(cleanup)
+            await anyio.sleep(PAUSE)
+            if create_raises is not None:
+                raise create_raises
+            return Pings()
+
+    async def other(api: Pinger) -> None:
+        await api.ping()
+
+    functions = {"timed": case, "other": other}
+    return Timed(), ck.ContractSuite(
+        timed_feature, {name: functions[name] for name in timed_feature.cases}
+    )
+
+
+async def pings(api: Pinger) -> None:
+    await anyio.sleep(PAUSE)
+    await api.ping()
+
+
+async def fails(api: Pinger) -> None:
+    await anyio.sleep(PAUSE)
+    await api.ping()
+    raise AssertionError("wrong answer")
+
+
+async def finds_unsupported(api: Pinger) -> None:
+    await anyio.sleep(PAUSE)
+    await api.ping()
+    raise ck.CaseUnsupported("the store keeps no such field")
+
+
+async def never_calls(api: Pinger) -> None:
+    await anyio.sleep(PAUSE)
+
+
+# outcome: (case, options of timed_run, options of run_contract, status, stages slept)
+OUTCOMES: dict[str, tuple[Any, dict[str, Any], dict[str, Any], ck.CaseStatus, int]] = {
+    "passed": (pings, {}, {}, PASSED, 3),
+    "passed-recorded": (pings, {}, {"reject_vacuous": True}, PASSED, 3),
+    "vacuous": (never_calls, {}, {"reject_vacuous": True}, FAILED, 3),
+    "failed": (fails, {}, {}, FAILED, 3),
+    "failed-cleanup": (pings, {"cleanup_raises": ValueError("no")}, {}, FAILED, 3),
+    "failed-create": (pings, {"create_raises": ValueError("no")}, {}, FAILED, 2),
+    "unavailable": (pings, {"create_raises": ck.FeatureUnavailable("down")}, {}, UNAVAILABLE, 2),
+    "found-unsupported": (finds_unsupported, {}, {}, UNSUPPORTED, 3),
+    "probed-stale": (
+        pings, {"unsupported": {"timed": "no pings"}}, {"probe_unsupported": True}, UNSUPPORTED, 3
+    ),
+    "probed-failing": (
+        fails, {"unsupported": {"timed": "no pings"}}, {"probe_unsupported": True}, UNSUPPORTED, 3
+    ),
+}  # fmt: skip
+
+
+class TestDurations:
+    """
+    A case's duration runs from its create() to the end of its last cleanup, whatever
+    its outcome: never less than the time its stages slept, never more than the run.
+    Both bounds hold on any machine, however loaded.
+    """
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    @pytest.mark.parametrize("outcome", list(OUTCOMES))
+    async def test_a_duration_spans_every_stage_of_its_case(
+        self, outcome: str, timeout: float | None, cases: int
+    ) -> None:
+        case, rig_options, run_options, status, stages = OUTCOMES[outcome]
+        implementation, suite = timed_run(case, cases=cases, **rig_options)
+        began = time.perf_counter()
+        report = await ck.run_contract(implementation, suite, timeout=timeout, **run_options)
+        wall = time.perf_counter() - began
+        result = report["timed"]
+        assert result.status is status, result.reason
+        assert stages * PAUSE * 0.9 <= result.duration <= wall
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_case_that_overran_lasted_past_its_deadline(self, cases: int) -> None:
+        async def hangs(api: Pinger) -> None:
+            await anyio.sleep_forever()
+
+        implementation, suite = timed_run(hangs, cases=cases)
+        began = time.perf_counter()
+        deadline = 0.5  # far more than a PAUSE, even on a loaded machine
+        report = await ck.run_contract(implementation, suite, timeout=deadline)
+        wall = time.perf_counter() - began
+        result = report["timed"]
+        assert result.status is FAILED
+        assert "stage 'case' exceeded the 0.5s deadline" in (result.reason or "")
+        assert (2 * PAUSE + deadline) * 0.9 <= result.duration <= wall
+
+
+class TestInterruptsUnderConcurrency:
+    """KeyboardInterrupt in one lane stops every lane: the run re-raises the first one."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    async def test_an_interrupt_in_one_of_eight_lanes_stops_the_others(
+        self, timeout: float | None
+    ) -> None:
+        """The cases in flight are cancelled and disposed; no case starts after the interrupt."""
+        raised = KeyboardInterrupt()
+        gate = Gate(8)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            raise raised
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        cases: dict[str, Case] = {"interrupting": interrupting}
+        cases.update((f"waiting_{number}", waiting) for number in range(15))
+        r = rig(cases)
+        with anyio.fail_after(60):  # a lane left running would hang the test: fail instead
+            with pytest.raises(KeyboardInterrupt) as excinfo:
+                await ck.run_contract(r.implementation, r.suite, timeout=timeout, max_concurrency=8)
+        assert excinfo.value is raised
+        assert sorted(r.entries("create")) == sorted(f"create {n}" for n in range(8))
+        assert sorted(r.entries("cleanup")) == sorted(f"cleanup {n}" for n in range(8))
+
+    @pytest.mark.anyio
+    async def test_the_first_interrupt_propagates_and_a_later_one_is_noted(self) -> None:
+        """A cancelled case's cleanup raising KeyboardInterrupt too: it is in the first's notes."""
+        first = KeyboardInterrupt("first")
+        second = KeyboardInterrupt("second")
+        gate = Gate(2)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number == 1:
+
+                def interrupts() -> None:
+                    raise second
+
+                scope.defer(interrupts)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.lowlevel.checkpoint()
+            raise first
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        r = rig({"interrupting": interrupting, "waiting": waiting}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite, max_concurrency=2)
+        assert excinfo.value is first
+        assert "case 'waiting': KeyboardInterrupt: second" in excinfo.value.__notes__
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    async def test_the_cleanup_failures_of_the_cases_it_cancelled_are_noted(
+        self, timeout: float | None
+    ) -> None:
+        """A case cancelled by another lane's interrupt: its failed cleanup is in the notes."""
+        raised = KeyboardInterrupt()
+        gate = Gate(2)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number == 1:
+
+                def fails() -> None:
+                    raise ValueError("cleanup of the cancelled case failed")
+
+                scope.defer(fails)
+
+        async def interrupting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.lowlevel.checkpoint()
+            raise raised
+
+        async def waiting(api: Probe) -> None:
+            await gate.wait()
+            await anyio.sleep_forever()
+
+        r = rig({"interrupting": interrupting, "waiting": waiting}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt) as excinfo:
+            await ck.run_contract(r.implementation, r.suite, timeout=timeout, max_concurrency=2)
+        assert excinfo.value is raised
+        assert excinfo.value.__notes__ == [
+            "case 'waiting': ValueError: cleanup of the cancelled case failed"
+        ]
+        assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
+
+
+def holding_rig(stage: str, cases: int, *, seconds: float) -> Rig:
+    """Case "held" holds the event loop ``seconds`` in ``stage``; "after" follows, if 2 cases."""
+
+    def held() -> None:
+        time.sleep(seconds)
+
+    async def on_create(number: int, scope: ck.FeatureScope) -> None:
+        if number != 0:
+            return
+        if stage == "create":
+            held()
+        if stage == "cleanup":
+            scope.defer(held)
+
+    def holding(api: Probe) -> None:
+        if stage == "case":
+            held()
+
+    names = ("held", "after")[:cases]
+    return rig(
+        {name: holding if name == "held" else passing(name) for name in names}, on_create=on_create
+    )
+
+
+class TestLateStages:
+    """A stage that returns by itself after its deadline fails; its reason says why it was late."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    @pytest.mark.parametrize("stage", ["create", "case"])
+    async def test_sync_code_that_held_the_loop_past_the_deadline(
+        self, stage: str, cases: int
+    ) -> None:
+        """Blocking 1.2s under a 1s deadline (interrupted only after 1s more): it blocked."""
+        r = holding_rig(stage, cases, seconds=1.2)
+        began = time.perf_counter()
+        report = await ck.run_contract(r.implementation, r.suite, timeout=1.0)
+        wall = time.perf_counter() - began
+        reason = report["held"].reason or ""
+        assert report["held"].status is FAILED
+        found = re.search(
+            rf"stage '{stage}' exceeded the 1s deadline \(ran (\d+\.\d)s; sync code blocked the "
+            r"event loop\)$",
+            reason,
+        )
+        assert found, reason
+        assert 1.2 <= float(found[1]) <= wall + 0.05
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_stage_that_swallowed_its_cancellation(self, cases: int) -> None:
+        """Cancelled at its deadline, a case that returns anyway did not answer its cancellation."""
+
+        async def swallows(api: Probe) -> None:
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                pass  # deliberately not re-raised: the defect under test
+
+        names = ("swallows", "after")[:cases]
+        r = rig({name: swallows if name == "swallows" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        reason = report["swallows"].reason or ""
+        assert report["swallows"].status is FAILED
+        assert re.search(
+            r"stage 'case' exceeded the 0\.3s deadline \(ran \d+\.\ds; it did not answer its "
+            r"cancellation\)$",
+            reason,
+        ), reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    @pytest.mark.parametrize("stage", ["create", "case", "cleanup"])
+    async def test_sync_code_interrupted_past_its_grace_ran_that_long(
+        self, stage: str, cases: int
+    ) -> None:
+        """Blocking far past deadline and grace: interrupted, it ran at least both."""
+        r = holding_rig(stage, cases, seconds=5.0)  # interrupted long before
+        began = time.perf_counter()
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        wall = time.perf_counter() - began
+        reason = report["held"].reason or ""
+        what = "cleanup holding_rig.<locals>.held" if stage == "cleanup" else f"stage {stage!r}"
+        found = re.search(
+            rf"{what} exceeded the 0\.3s deadline \((stage 'cleanup'; )?ran (\d+\.\d)s; sync "
+            r"code blocked the event loop; interrupted in [^()]*held at "
+            r"test_runner_lifecycle\.py:\d+",
+            reason,
+        )
+        assert found, reason
+        assert 2 * SHORT <= float(found[2]) <= wall + 0.05  # the deadline, then the grace
+        if cases == 2:
+            assert report["after"].status is PASSED
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_cancelled_overrun_says_where_the_case_was(self, cases: int) -> None:
+        """Where the deadline's cancellation found the case, when that is in the code under test."""
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        names = ("waits", "after")[:cases]
+        r = rig({name: waits if name == "waits" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        reason = report["waits"].reason or ""
+        assert re.search(
+            r"exceeded the 0\.3s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+"
+            r"[^()]*\)$",  # innermost frame first
+            reason,
+        ), reason
+        error = report["waits"].error
+        assert isinstance(error, TimeoutError)
+        assert not hasattr(error, "__notes__")  # it was not stuck: no stack to show
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_cancelled_overrun_in_library_code_says_only_the_deadline(
+        self, cases: int
+    ) -> None:
+        """A case that returns a library's coroutine has no frame of its own to name."""
+        names = ("sleeps", "after")[:cases]
+
+        def sleeps(api: Probe) -> Awaitable[None]:
+            return anyio.sleep_forever()  # its own frame has returned when it waits
+
+        r = rig({name: sleeps if name == "sleeps" else passing(name) for name in names})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        reason = report["sleeps"].reason or ""
+        assert report["sleeps"].status is FAILED
+        assert reason.endswith("stage 'case' exceeded the 0.3s deadline"), reason
+
+
+class TestBackgroundWorkOutlivingItsJoin:
+    """A run of one case waits for background work that outlived its join, as a task group would."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_a_cancelled_run_still_waits_for_the_work_to_end(self, runner: str) -> None:
+        """Cancelled while it waits for that work, the run ends only after the work ended."""
+        started = anyio.Event()
+        release = anyio.Event()
+        order: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            async def stubborn() -> None:
+                started.set()
+                with anyio.CancelScope(shield=True):
+                    await release.wait()  # deaf to the join's cancellation
+                order.append("work ended")
+
+            scope.start_soon(stubborn)
+
+        async def awaiting_its_work(api: Probe) -> None:
+            await started.wait()
+
+        r = rig({"stubborn": awaiting_its_work}, on_create=on_create)
+
+        async def cancel_then_release(outer: anyio.CancelScope) -> None:
+            # The join waits SHORT, then SHORT again for work it interrupts.
+            await anyio.sleep(3 * SHORT)
+            outer.cancel()
+            await anyio.sleep(SHORT)
+            release.set()
+
+        async with anyio.create_task_group() as task_group:
+            with anyio.CancelScope() as outer:
+                task_group.start_soon(cancel_then_release, outer)
+                if runner == "run_contract":
+                    report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+                    assert statuses(report) == [FAILED]
+                    [timeout] = report["stubborn"].cleanup_errors
+                    assert "background work did not finish" in str(timeout)
+                else:
+                    [case] = ck.contract_cases(r.implementation, r.suite, timeout=SHORT)
+                    with pytest.raises(ExceptionGroup) as excinfo:
+                        await case.run()
+                    [timeout] = excinfo.value.exceptions
+                    assert "background work did not finish" in str(timeout)
+            order.append("run ended")
+        assert order == ["work ended", "run ended"]
+
+
+class TestWatchdog:
+    """The run's one watchdog acts on every lane's deadline, whatever the other lanes do."""
+
+    @pytest.mark.anyio
+    async def test_a_lane_past_an_idle_one_is_still_watched(self) -> None:
+        """The second lane's case is cancelled at its deadline though the first lane is idle."""
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        r = rig({"quick": passing("quick"), "waits": waits})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT, max_concurrency=2)
+        assert statuses(report) == [PASSED, FAILED]
+        reason = report["waits"].reason or ""
+        assert re.search(
+            r"exceeded the 0\.3s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+"
+            r"[^()]*\)$",  # innermost frame first
+            reason,
+        ), reason
+
+    @pytest.mark.anyio
+    async def test_a_stage_that_outlives_its_cancellation_leaves_the_watchdog_working(
+        self,
+    ) -> None:
+        """A case waiting shielded long past its deadline fails; the next case runs and passes."""
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(5 * SHORT)
+
+        r = rig({"shielded": shielded, "after": passing("after")})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert statuses(report) == [FAILED, PASSED]
+        assert "stage 'case' exceeded the 0.3s deadline" in (report["shielded"].reason or "")
+
+
+class TestStageDeadlines:
+    """Each stage has a deadline of its own, whatever the stages before it did."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_create_and_case_each_get_the_whole_deadline(self, cases: int) -> None:
+        """A create and a case each taking 0.6 of the deadline pass: 1.2 deadlines in all."""
+        timeout = 1.0
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            await anyio.sleep(0.6 * timeout)
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(0.6 * timeout)
+
+        names = ("slow", "other")[:cases]
+        r = rig({name: slow for name in names}, on_create=on_create)
+        report = await ck.run_contract(
+            r.implementation, r.suite, timeout=timeout, max_concurrency=cases
+        )
+        assert statuses(report) == [PASSED] * cases, [result.reason for result in report.results]
+
+    @pytest.mark.anyio
+    async def test_an_overrun_cleanup_leaves_the_next_case_its_own_grace(self) -> None:
+        """After a case whose async cleanup ignored its deadline, the next case's overrun is
+        an ordinary one: cancelled where it waited, not taken as stuck at once."""
+
+        async def deaf() -> None:
+            while True:  # swallows every cancellation: interrupted past its grace
+                try:
+                    await anyio.sleep_forever()
+                except anyio.get_cancelled_exc_class():
+                    pass
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number == 0:
+                scope.defer(deaf)
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        r = rig({"first": passing("first"), "waits": waits}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert statuses(report) == [FAILED, FAILED]
+        assert "cleanup" in (report["first"].reason or "")
+        reason = report["waits"].reason or ""
+        assert re.search(
+            r"stage 'case' exceeded the 0\.3s deadline \(cancelled in waits at "
+            r"test_runner_lifecycle\.py:\d+[^()]*\)$",  # innermost frame first
+            reason,
+        ), reason
+
+
+class TestStuckStages:
+    """A stage interrupted past its grace fails with where it was stuck, starting in its code."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_the_timeout_notes_the_stack_from_the_code_under_test(self, cases: int) -> None:
+        r = holding_rig("case", cases, seconds=5.0)  # interrupted long before
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        error = report["held"].error
+        assert isinstance(error, TimeoutError)
+        [note] = error.__notes__
+        assert note.startswith("where it was stuck:\n"), note
+        frames = re.findall(r'File "([^"]+)", line \d+, in (\w+)', note)
+        assert frames[0] == (__file__, "holding"), note  # conformkit's own frames left out
+        assert "held" in [name for _, name in frames], note
+
+    @pytest.mark.anyio
+    async def test_a_run_of_one_case_wakes_a_wait_no_cancellation_reaches(
+        self, anyio_backend: str
+    ) -> None:
+        """asyncio: woken past its grace, it fails as stuck; trio cannot: it ends late."""
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(2.0)
+
+        r = rig({"shielded": shielded})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        reason = report["shielded"].reason or ""
+        assert report["shielded"].status is FAILED
+        if anyio_backend == "asyncio":
+            assert "it waited where no cancellation reached it" in reason, reason
+        else:
+            assert reason.endswith("it did not answer its cancellation)"), reason
+
+
+class TestReports:
+    """A report names what it judged."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_a_report_names_its_feature_and_implementation(self, cases: int) -> None:
+        r = rig({name: passing(name) for name in ("one", "two")[:cases]})
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert (report.feature_id, report.implementation) == (
+            "test.runner",
+            "rig.<locals>.ProbeImplementation",
+        )
+
+
+class TestLostResults:
+    """The invariant check: a run that lost results gives no report, and names each lost case."""
+
+    @pytest.mark.anyio
+    async def test_every_lost_case_is_named(self) -> None:
+        from conformkit._runner import Execution, RunPlan
+
+        r = rig({"one": passing("one"), "two": passing("two"), "three": passing("three")})
+        plan = RunPlan(r.implementation, r.suite, None)
+        execution = Execution(plan, plan.case_ids)
+        await execution.run(1)
+        execution.results[0] = execution.results[2] = None  # as a bug in conformkit would
+        with pytest.raises(RuntimeError) as excinfo:
+            execution.report()
+        assert str(excinfo.value) == (
+            "conformkit lost the result of case(s) 'one', 'three' of feature 'test.runner' for "
+            "rig.<locals>.ProbeImplementation; no report is given rather than one that lacks them "
+            "(a bug in conformkit: please report it)"
+        )
