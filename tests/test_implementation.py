@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -399,19 +398,13 @@ class TestOneLineImplementations:
         await ck.run_contract(fresh.implementation(opened, name="Opened"), fresh_suite)
         assert closed == ["closed", "closed"]
 
-    @pytest.mark.skipif(
-        bool(os.environ.get("CONFORMKIT_MUTATION")),
-        reason="under mutmut, a trampoline calls each core function: it is the caller seen",
-    )
+    @pytest.mark.frames
     def test_it_is_defined_where_it_is_called(self) -> None:
         """Its class belongs to the calling module, as a class written there would."""
         implementation = fresh.implementation(Store, name="Outer.MemoryStore")
         assert type(implementation).__module__ == __name__
 
-    @pytest.mark.skipif(
-        bool(os.environ.get("CONFORMKIT_MUTATION")),
-        reason="under mutmut, a trampoline calls each core function: it is the caller seen",
-    )
+    @pytest.mark.frames
     def test_called_where_no_module_is_named_it_belongs_to_conformkit(self) -> None:
         """Code run by exec() with globals of its own has no module: the class says conformkit."""
         names: dict[str, Any] = {"fresh": fresh, "Store": Store}

@@ -796,6 +796,7 @@ async def broken_async_case(api: Probe) -> None:
 class TestFailureLocalisation:
     """A failed case points at the user's code, not at conformkit's."""
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     @pytest.mark.parametrize(
         "function", [broken_sync_case, broken_async_case], ids=["sync", "async"]
@@ -826,6 +827,7 @@ class TestFailureLocalisation:
         assert result.error.__traceback__ is None
         assert result.to_dict()["error"]["traceback"] == text
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     async def test_a_bundled_profile_case_is_located_in_its_own_frame(self) -> None:
         """A bundled profile's case lives in the package too, and still heads its traceback."""

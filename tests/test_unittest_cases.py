@@ -132,6 +132,7 @@ class TestRuns:
         ]
         assert result.errors == []
 
+    @pytest.mark.frames
     def test_a_failure_starts_at_the_case(self) -> None:
         """The traceback shows the case's frames, not the event loop or the runner around them."""
         failing = ck.ContractSuite(

@@ -18,7 +18,11 @@ Each module is mutated in a copy of the working tree of its own, under
 ``.mutation/<module>/``, whose ``[tool.mutmut]`` names that module alone and the
 in-process test files that exercise it (``TESTS`` below): the whole suite, with its
 subprocess tests, would take hours per module on two cores. A kill by those tests is
-a kill by the whole suite, so each score is a lower bound. The copies stay, so that
+a kill by the whole suite, so each score is a lower bound. A mutant may run 3 times as
+long as its tests did, plus 10 s, before it counts as a timeout (a kill): mutmut's own
+limit, 15 times plus 1 s, let a hung mutant hold a worker for minutes, and timed out
+sound ones on a loaded machine. Tests of traceback and caller frames, which mutmut's
+trampolines change, are marked ``frames`` and skipped there. The copies stay, so that
 ``--report`` and ``cd .mutation/_scope && mutmut show NAME`` work after the run.
 
 The score of a module is killed / (mutants - equivalent). Mutants that no test
@@ -67,10 +71,17 @@ TESTS: dict[str, list[str]] = {
     ],
     "_runner": [
         "tests/test_runner.py",
+        "tests/test_runner_lifecycle.py",
         "tests/test_found_unsupported.py",
-        "tests/test_reason_forms.py",
         "tests/test_shape.py",
         "tests/test_unittest_cases.py",
+        "tests/test_race.py",
+        "tests/test_recording.py",
+        "tests/test_probe.py",
+        "tests/test_cancellation_law.py",
+        "tests/test_background_task_names.py",
+        "tests/test_lifecycle_properties.py",
+        "tests/test_families.py",
     ],
     "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
     "_report": [
@@ -154,9 +165,16 @@ def prepare(path: Path) -> Path:
     narrowed = f"""source_paths = ["{path.relative_to(ROOT).as_posix()}"]
 pytest_add_cli_args_test_selection = {json.dumps(TESTS[module])}
 timeout_multiplier = 3.0
+timeout_constant = 10.0
 """
     # Replace the committed values (each key once, possibly spanning lines).
-    for key in ("source_paths", "pytest_add_cli_args_test_selection", "timeout_multiplier"):
+    keys = (
+        "source_paths",
+        "pytest_add_cli_args_test_selection",
+        "timeout_multiplier",
+        "timeout_constant",
+    )
+    for key in keys:
         text = re.sub(rf"(?ms)^{key} = (\[.*?\]|\S+)\n", "", text, count=1)
     text = text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + narrowed, 1)
     config.write_text(text, encoding="utf-8")
