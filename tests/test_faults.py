@@ -401,6 +401,61 @@ def a_sync_cleanup_spins_forever(trace: Trace, backend: Backend) -> Outcome:
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
 
 
+async def deaf_then_spins() -> None:
+    """Async code that catches its cancellation, then runs sync code that never returns."""
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        spin()  # the defect under test: the cancellation is swallowed
+
+
+@fault(FAILED_THEN_PASSED, says=["(stage 'cleanup'", "it ignored its cancellation", INTERRUPTED])
+def an_async_cleanup_swallows_its_cancellation_then_spins(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.deaf", deaf_then_spins, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["sync_cleanup exceeded", BLOCKED, INTERRUPTED])
+def a_sync_cleanup_spins_after_an_async_one_ended(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+            trace.defer(scope, "first.ends", is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+def each_cleanup_says_how_it_overran(outcome: Outcome) -> None:
+    deaf, spins = outcome["cleanup errors"]
+    assert "async_cleanup exceeded" in deaf
+    assert "it ignored its cancellation" in deaf
+    assert "sync_cleanup exceeded" in spins
+    assert BLOCKED in spins
+    assert "it ignored its cancellation" not in spins
+
+
+@fault(FAILED_THEN_PASSED, extra=each_cleanup_says_how_it_overran)
+def a_sync_cleanup_spins_after_an_async_one_swallowed_its_cancellation(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+            trace.defer(scope, "first.deaf", deaf_then_spins, is_async=True)
+
+    implementation, suite = contract(trace, {"first": passes, "second": passes}, create=create)
+    report = ck.run_contract_sync(implementation, suite, backend=backend, timeout=TINY)  # type: ignore[arg-type]
+    return {
+        **summary_of(report),
+        "cleanup errors": [str(error) for error in report.results[0].cleanup_errors],
+    }
+
+
 @fault(FAILED_THEN_PASSED, says=["it waited where no cancellation reached it"], on=["asyncio"])
 def a_case_waits_shielded_forever(trace: Trace, backend: Backend) -> Outcome:
     async def shielded(api: Trace) -> None:
@@ -829,7 +884,7 @@ def self_disposing(trace: Trace, backend: Backend, where: str, timeout: float | 
     anyio.run(use, backend=backend)
 
 
-@fault(propagates="ExceptionGroup", says=[WAITS_FOR_ITSELF])
+@fault(propagates="ExceptionGroup", says=["own cleanup", WAITS_FOR_ITSELF])
 def a_cleanup_disposes_of_its_own_session(trace: Trace, backend: Backend) -> None:
     self_disposing(trace, backend, "cleanup", None)
 
