@@ -430,6 +430,24 @@ def a_sync_cleanup_spins_after_an_async_one_ended(trace: Trace, backend: Backend
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
 
 
+async def times_out_its_own_wait_then_spins() -> None:
+    """Async code that cancels a wait of its own, well before its deadline, then spins."""
+    with anyio.move_on_after(TINY / 20):
+        await anyio.sleep(60)
+    spin()
+
+
+@fault(FAILED_THEN_PASSED, says=["async_cleanup exceeded", BLOCKED, INTERRUPTED])
+def an_async_cleanup_spins_after_cancelling_a_wait_of_its_own(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", times_out_its_own_wait_then_spins, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
 def each_cleanup_says_how_it_overran(outcome: Outcome) -> None:
     deaf, spins = outcome["cleanup errors"]
     assert "async_cleanup exceeded" in deaf

@@ -1619,13 +1619,15 @@ class TestScopeReprInARun:
     @pytest.mark.anyio
     @pytest.mark.parametrize("with_async", [False, True], ids=["sync", "sync and async"])
     async def test_a_case_scope_says_closing_to_its_cleanups(self, with_async: bool) -> None:
-        """In a run, the cleanups see their scope, named with its case, as closing."""
+        """In a run, the cleanups see their scope, named with its case, as closing; then closed."""
         reprs: list[str] = []
+        scopes: list[ck.FeatureScope] = []
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
             async def async_one() -> None:
                 reprs.append(repr(scope))
 
+            scopes.append(scope)
             scope.defer(lambda: reprs.append(repr(scope)))
             if with_async:
                 scope.defer(async_one)
@@ -1638,3 +1640,6 @@ class TestScopeReprInARun:
         assert [result.status for result in report.results] == ["passed"]
         closing = "<FeatureScope feature 'test.scope', case 'only' closing>"
         assert reprs == [closing] * (2 if with_async else 1)
+        assert [repr(scope) for scope in scopes] == [
+            "<FeatureScope feature 'test.scope', case 'only' closed>"
+        ]
