@@ -448,6 +448,32 @@ def an_async_cleanup_spins_after_cancelling_a_wait_of_its_own(
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
 
 
+async def fails_late() -> None:
+    raise ValueError("cleanup failed")
+
+
+@fault(("passed", "failed", "failed"), says=["cleanup failed"])
+def a_case_spins_after_other_lanes_ended_on_async_cleanups(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    """The watch of a lane that is done is left alone, however its last cleanup ended."""
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "ends":
+            trace.defer(scope, "ends.async", is_async=True)
+        elif case_id == "fails":
+            trace.defer(scope, "fails.async", fails_late, is_async=True)
+
+    async def spins_later(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)  # the other lanes end meanwhile
+        spin()
+
+    cases: dict[str, Case] = {"ends": passes, "fails": passes, "spins": spins_later}
+    # The async cleanup is each case's last: no sync one after it arms the lane again.
+    implementation, suite = contract(trace, cases, create=create, cleanups=0)
+    return run(backend, implementation, suite, max_concurrency=3)
+
+
 def each_cleanup_says_how_it_overran(outcome: Outcome) -> None:
     deaf, spins = outcome["cleanup errors"]
     assert "async_cleanup exceeded" in deaf
