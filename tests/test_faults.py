@@ -474,6 +474,30 @@ def a_case_spins_after_other_lanes_ended_on_async_cleanups(
     return run(backend, implementation, suite, max_concurrency=3)
 
 
+@fault(("failed", "passed", "passed", "failed"), says=["it ignored its cancellation"])
+def a_case_spins_after_another_lane_ended_on_an_interrupted_cleanup(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    """The watch of a lane whose last cleanup was interrupted is left alone too."""
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "deaf":
+            trace.defer(scope, "deaf.async", swallow_cancellation, is_async=True)
+
+    async def naps(api: Trace) -> None:
+        await anyio.sleep(0.7 * TINY)
+
+    async def spins_later(api: Trace) -> None:
+        await anyio.sleep(0.9 * TINY)
+        spin()
+
+    # One lane runs "deaf", whose cleanup is interrupted 2 * TINY in; the other
+    # lane takes the rest meanwhile, and spins after that.
+    cases: dict[str, Case] = {"deaf": passes, "nap0": naps, "nap1": naps, "spins": spins_later}
+    implementation, suite = contract(trace, cases, create=create, cleanups=0)
+    return run(backend, implementation, suite, max_concurrency=2)
+
+
 def each_cleanup_says_how_it_overran(outcome: Outcome) -> None:
     deaf, spins = outcome["cleanup errors"]
     assert "async_cleanup exceeded" in deaf
