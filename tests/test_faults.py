@@ -30,6 +30,7 @@ import anyio.lowlevel
 import pytest
 
 import conformkit as ck
+from conformkit._watchdog import Watch, set_stuck_hook
 from test_runner import stale_cancellation
 
 TINY = 0.2
@@ -496,6 +497,71 @@ def a_case_spins_after_another_lane_ended_on_an_interrupted_cleanup(
     cases: dict[str, Case] = {"deaf": passes, "nap0": naps, "nap1": naps, "spins": spins_later}
     implementation, suite = contract(trace, cases, create=create, cleanups=0)
     return run(backend, implementation, suite, max_concurrency=2)
+
+
+def the_hook_names_the_cleanup_stage(outcome: Outcome) -> None:
+    assert outcome["stuck"] == ["case 'first' (stage 'cleanup')"]
+
+
+@fault(
+    FAILED_THEN_PASSED, says=["(stage 'cleanup'", BLOCKED], extra=the_hook_names_the_cleanup_stage
+)
+def a_sync_cleanup_blocks_its_interruption(trace: Trace, backend: Backend) -> Outcome:
+    """The stuck hook gets a cleanup that no signal reaches, named as such."""
+    seen = threading.Event()
+    stuck: list[str] = []
+
+    def hook(watch: Watch) -> None:
+        stuck.append(watch.label())
+        seen.set()
+
+    def deaf() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+        try:
+            seen.wait(60)  # the watchdog's signal stays pending meanwhile
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.deaf", deaf)
+
+    set_stuck_hook(hook)
+    try:
+        outcome = run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+    finally:
+        set_stuck_hook(None)
+    return {**outcome, "stuck": stuck}
+
+
+def the_spinning_cleanup_blocked(outcome: Outcome) -> None:
+    [spins] = outcome["cleanup errors"]
+    assert "sync_cleanup exceeded" in spins
+    assert BLOCKED in spins
+    assert "it ignored its cancellation" not in spins
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'case' exceeded"], extra=the_spinning_cleanup_blocked)
+def a_sync_cleanup_spins_after_its_case_swallowed_its_cancellation(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    async def swallows_once(api: Trace) -> None:
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            return  # the defect under test: the cancellation is swallowed
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+
+    cases: dict[str, Case] = {"first": swallows_once, "second": passes}
+    implementation, suite = contract(trace, cases, create=create, cleanups=0)
+    report = ck.run_contract_sync(implementation, suite, backend=backend, timeout=TINY)  # type: ignore[arg-type]
+    return {
+        **summary_of(report),
+        "cleanup errors": [str(error) for error in report.results[0].cleanup_errors],
+    }
 
 
 def each_cleanup_says_how_it_overran(outcome: Outcome) -> None:
