@@ -264,6 +264,16 @@ def async_cleanup_blocks_without_a_checkpoint(trace: Trace, backend: Backend) ->
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
 
 
+@fault(("passed", "passed"))
+def sync_cleanups_that_block_within_their_deadline_pass(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.held", blocking(TINY / 2))
+            trace.defer(scope, "first.held again", blocking(TINY / 2))
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
 @fault(FAILED_THEN_PASSED, says=["exceeded the 0.2s deadline (stage 'cleanup'", BLOCKED])
 def sync_cleanup_blocks_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
