@@ -1643,3 +1643,23 @@ class TestScopeReprInARun:
         assert [repr(scope) for scope in scopes] == [
             "<FeatureScope feature 'test.scope', case 'only' closed>"
         ]
+
+
+class TestCleanupResults:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [TIMEOUT, None])
+    async def test_a_sync_cleanup_returning_a_value_is_not_awaited(
+        self, timeout: float | None
+    ) -> None:
+        """What a sync cleanup returns, unless awaitable, is ignored: ``defer(items.pop)`` works."""
+        items = ["a", "b"]
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(items.pop)
+            scope.defer(lambda: log.add("c") or "c")
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=timeout):
+            pass
+        assert implementation.log.events == ["create", "c"]
+        assert items == ["a"]
