@@ -463,8 +463,8 @@ async def fails_late() -> None:
     raise ValueError("cleanup failed")
 
 
-@fault(("passed", "failed", "failed"), says=["cleanup failed"])
-def a_case_spins_after_other_lanes_ended_on_async_cleanups(
+@fault(("passed", "failed", "failed", "failed"), says=["cleanup failed"])
+def a_case_spins_after_other_lanes_ended_on_failed_or_async_cleanups(
     trace: Trace, backend: Backend
 ) -> Outcome:
     """The watch of a lane that is done is left alone, however its last cleanup ended."""
@@ -474,15 +474,22 @@ def a_case_spins_after_other_lanes_ended_on_async_cleanups(
             trace.defer(scope, "ends.async", is_async=True)
         elif case_id == "fails":
             trace.defer(scope, "fails.async", fails_late, is_async=True)
+        elif case_id == "raises":
+            trace.defer(scope, "raises.sync", lambda: int("not a number"))
 
     async def spins_later(api: Trace) -> None:
         await anyio.sleep(TINY / 2)  # the other lanes end meanwhile
         spin()
 
-    cases: dict[str, Case] = {"ends": passes, "fails": passes, "spins": spins_later}
-    # The async cleanup is each case's last: no sync one after it arms the lane again.
+    cases: dict[str, Case] = {
+        "ends": passes,
+        "fails": passes,
+        "raises": passes,
+        "spins": spins_later,
+    }
+    # The cleanup is each case's last: no other one after it arms the lane again.
     implementation, suite = contract(trace, cases, create=create, cleanups=0)
-    return run(backend, implementation, suite, max_concurrency=3)
+    return run(backend, implementation, suite, max_concurrency=4)
 
 
 @fault(("failed", "passed", "passed", "failed"), says=["it ignored its cancellation"])
