@@ -12,7 +12,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from conformkit._watchdog import Guard, StageStuck, interruptible
+from conformkit._watchdog import Guard, StageStuck, Watch, clock, interruptible
 
 
 def run_python(code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -71,6 +71,36 @@ class TestWatch:
             """
         )
         assert done.stdout.splitlines() == ["None"], done.stderr
+        assert done.stderr == ""  # the watchdog's thread looked at it and went on
+
+    def test_a_stage_that_runs_into_its_grace_is_left_alone(self) -> None:
+        """Past its deadline, a stage is stuck only once its grace is spent too."""
+        done = run_python(
+            """
+            import sys, time
+            from conformkit._watchdog import StageStuck, Watch
+
+            with Watch(1.0) as watch:  # a grace of 1 s
+                watch.frame = sys._getframe()
+                watch.start("case", time.perf_counter() + 0.1)
+                try:
+                    time.sleep(0.5)  # past the deadline, well within the grace
+                except StageStuck:
+                    print("interrupted")
+                watch.stop()
+            print("done")
+            """
+        )
+        assert done.stdout.splitlines() == ["done"], done.stderr
+
+    def test_a_stage_started_after_one_that_ignored_its_cancellation_starts_afresh(
+        self,
+    ) -> None:
+        """What the previous stage did is forgotten: interrupted, the new one blocked the loop."""
+        watch = Watch(0.2)
+        watch.first_cancel = 1.0  # the previous stage ignored a cancellation
+        watch.start("case", clock() + 0.2)
+        assert watch.stuck().how == "sync code blocked the event loop"
 
     def test_code_that_cannot_be_interrupted_goes_to_the_stuck_hook(self) -> None:
         """A stage still stuck after its interruption is handed over with its stack."""
@@ -163,6 +193,16 @@ class TestInterruptible:
             await interruptible(anyio.sleep(1), guard)
         assert scope.cancelled_caught
         assert guard.first_cancel is None
+
+    @pytest.mark.anyio
+    async def test_an_armed_watch_passes_a_cancellation_before_the_deadline_on(self) -> None:
+        """A watch armed for a stage lets the stage's own cancellation through, as it is."""
+        watch = Watch(0.2)
+        watch.start("case", clock() + 60)
+        with anyio.move_on_after(0.01) as scope:
+            await interruptible(anyio.sleep(1), watch)
+        assert scope.cancelled_caught
+        assert watch.first_cancel is None
 
     @pytest.mark.anyio
     async def test_results_and_errors_pass_through(self) -> None:
