@@ -1655,8 +1655,12 @@ class TestCleanupResults:
         items = ["a", "b"]
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
+            def returns_a_value() -> str:
+                log.add("c")
+                return "c"
+
             scope.defer(items.pop)
-            scope.defer(lambda: log.add("c") or "c")
+            scope.defer(returns_a_value)
 
         implementation = SyncImplementation(setup)
         async with ck.open_feature(implementation, timeout=timeout):
