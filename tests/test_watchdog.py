@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -72,6 +73,47 @@ class TestWatch:
         )
         assert done.stdout.splitlines() == ["None"], done.stderr
         assert done.stderr == ""  # the watchdog's thread looked at it and went on
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+    def test_a_forked_child_gets_a_watchdog_of_its_own(self) -> None:
+        """The thread does not survive fork(): the child starts one when it watches a stage."""
+        done = run_python(
+            """
+            import os, sys, time
+            from conformkit._watchdog import StageStuck, Watch
+
+            def spin(until):
+                while time.perf_counter() < until:
+                    pass
+
+            def watched():
+                with Watch(0.1) as watch:
+                    watch.frame = sys._getframe()
+                    watch.start("case", time.perf_counter() + 0.1)
+                    try:
+                        spin(time.perf_counter() + 5)
+                        return "not interrupted"
+                    except StageStuck:
+                        return "interrupted"
+                    finally:
+                        watch.stop()
+
+            print("parent:", watched(), flush=True)  # the parent's thread is running now
+            child = os.fork()
+            if child == 0:
+                print("child:", watched(), flush=True)
+                time.sleep(1.3)  # the child's thread, idle for a second, sleeps
+                print("child:", watched(), flush=True)
+                os._exit(0)
+            os.waitpid(child, 0)
+            """
+        )
+        assert done.stdout.splitlines() == [
+            "parent: interrupted",
+            "child: interrupted",
+            "child: interrupted",
+        ], done.stderr
+        assert done.stderr == ""
 
     def test_a_stage_that_runs_into_its_grace_is_left_alone(self) -> None:
         """Past its deadline, a stage is stuck only once its grace is spent too."""
