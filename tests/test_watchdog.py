@@ -175,12 +175,56 @@ class TestWatch:
         )
         assert done.stdout.splitlines() == ["stuck: case 'deaf' (stage 'case') True"], done.stderr
 
+    def test_a_hook_that_raises_leaves_later_stages_watched(self) -> None:
+        """The thread ends with the hook's error; the next stage watched starts another."""
+        done = run_python(
+            """
+            import sys, threading, time
+            from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
+
+            def hook(watch):
+                raise RuntimeError("the hook failed")
+
+            def deaf(until):
+                while time.perf_counter() < until:
+                    try:
+                        time.sleep(0.01)
+                    except StageStuck:
+                        pass
+
+            def spin(until):
+                while time.perf_counter() < until:
+                    pass
+
+            threading.excepthook = lambda args: print("thread:", args.exc_value)
+            set_stuck_hook(hook)
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.start("case", time.perf_counter() + 0.1)
+                deaf(time.perf_counter() + 1.0)
+                watch.stop()
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.start("case", time.perf_counter() + 0.1)
+                try:
+                    spin(time.perf_counter() + 5)
+                    print("not interrupted")
+                except StageStuck:
+                    print("interrupted")
+                watch.stop()
+            """
+        )
+        assert done.stdout.splitlines() == ["thread: the hook failed", "interrupted"], done.stderr
+
     def test_the_default_hook_prints_the_stack(self) -> None:
         """Without a hook, the stuck stage's stack goes to stderr: no hang goes unexplained."""
         done = run_python(
             """
             import sys, time
-            from conformkit._watchdog import StageStuck, Watch
+            from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
+
+            set_stuck_hook(print)
+            set_stuck_hook(None)  # the default again
 
             def deaf(until):
                 while time.perf_counter() < until:
