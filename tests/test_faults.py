@@ -30,6 +30,7 @@ import anyio.lowlevel
 import pytest
 
 import conformkit as ck
+from conformkit._watchdog import Watch, set_stuck_hook
 from test_runner import stale_cancellation
 
 TINY = 0.2
@@ -263,6 +264,16 @@ def async_cleanup_blocks_without_a_checkpoint(trace: Trace, backend: Backend) ->
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
 
 
+@fault(("passed", "passed"))
+def sync_cleanups_that_block_within_their_deadline_pass(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.held", blocking(TINY / 2))
+            trace.defer(scope, "first.held again", blocking(TINY / 2))
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
 @fault(FAILED_THEN_PASSED, says=["exceeded the 0.2s deadline (stage 'cleanup'", BLOCKED])
 def sync_cleanup_blocks_past_its_deadline(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
@@ -399,6 +410,204 @@ def a_sync_cleanup_spins_forever(trace: Trace, backend: Backend) -> Outcome:
             trace.defer(scope, "first.spins", spin)
 
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+async def deaf_then_spins() -> None:
+    """Async code that catches its cancellation, then runs sync code that never returns."""
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        spin()  # the defect under test: the cancellation is swallowed
+
+
+@fault(
+    FAILED_THEN_PASSED, says=["(stage 'cleanup'", "; it ignored its cancellation; interrupted in"]
+)
+def an_async_cleanup_swallows_its_cancellation_then_spins(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.deaf", deaf_then_spins, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+@fault(FAILED_THEN_PASSED, says=["sync_cleanup exceeded", BLOCKED, INTERRUPTED])
+def a_sync_cleanup_spins_after_an_async_one_ended(trace: Trace, backend: Backend) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+            trace.defer(scope, "first.ends", is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+async def times_out_its_own_wait_then_spins() -> None:
+    """Async code that cancels a wait of its own, well before its deadline, then spins."""
+    with anyio.move_on_after(TINY / 20):
+        await anyio.sleep(60)
+    spin()
+
+
+@fault(FAILED_THEN_PASSED, says=["async_cleanup exceeded", BLOCKED, INTERRUPTED])
+def an_async_cleanup_spins_after_cancelling_a_wait_of_its_own(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", times_out_its_own_wait_then_spins, is_async=True)
+
+    return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+
+
+async def fails_late() -> None:
+    raise ValueError("cleanup failed")
+
+
+@fault(("passed", "failed", "failed", "failed"), says=["cleanup failed"])
+def a_case_spins_after_other_lanes_ended_on_failed_or_async_cleanups(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    """The watch of a lane that is done is left alone, however its last cleanup ended."""
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "ends":
+            trace.defer(scope, "ends.async", is_async=True)
+        elif case_id == "fails":
+            trace.defer(scope, "fails.async", fails_late, is_async=True)
+        elif case_id == "raises":
+            trace.defer(scope, "raises.sync", lambda: int("not a number"))
+
+    async def spins_later(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)  # the other lanes end meanwhile
+        spin()
+
+    cases: dict[str, Case] = {
+        "ends": passes,
+        "fails": passes,
+        "raises": passes,
+        "spins": spins_later,
+    }
+    # The cleanup is each case's last: no other one after it arms the lane again.
+    implementation, suite = contract(trace, cases, create=create, cleanups=0)
+    return run(backend, implementation, suite, max_concurrency=4)
+
+
+@fault(("failed", "passed", "passed", "passed", "failed"), says=["it ignored its cancellation"])
+def a_case_spins_after_another_lane_ended_on_an_interrupted_cleanup(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    """The watch of a lane whose last cleanup was interrupted is left alone too."""
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "deaf":
+            trace.defer(scope, "deaf.async", swallow_cancellation, is_async=True)
+
+    async def naps(api: Trace) -> None:
+        await anyio.sleep(TINY / 2)
+
+    async def spins_later(api: Trace) -> None:
+        await anyio.sleep(0.8 * TINY)  # if this overruns, the case fails all the same
+        spin()
+
+    # One lane runs "deaf", whose cleanup is interrupted 2 * TINY in; the other
+    # lane takes the rest meanwhile, and spins after that.
+    cases: dict[str, Case] = {"deaf": passes, **{f"nap{n}": naps for n in range(3)}}
+    cases["spins"] = spins_later
+    implementation, suite = contract(trace, cases, create=create, cleanups=0)
+    return run(backend, implementation, suite, max_concurrency=2)
+
+
+def the_hook_names_the_cleanup_stage(outcome: Outcome) -> None:
+    assert outcome["stuck"] == ["case 'first' (stage 'cleanup')"]
+
+
+@fault(
+    FAILED_THEN_PASSED, says=["(stage 'cleanup'", BLOCKED], extra=the_hook_names_the_cleanup_stage
+)
+def a_sync_cleanup_blocks_its_interruption(trace: Trace, backend: Backend) -> Outcome:
+    """The stuck hook gets a cleanup that no signal reaches, named as such."""
+    seen = threading.Event()
+    stuck: list[str] = []
+
+    def hook(watch: Watch) -> None:
+        stuck.append(watch.label())
+        seen.set()
+
+    def deaf() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+        try:
+            seen.wait(60)  # the watchdog's signal stays pending meanwhile
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.deaf", deaf)
+
+    set_stuck_hook(hook)
+    try:
+        outcome = run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
+    finally:
+        set_stuck_hook(None)
+    return {**outcome, "stuck": stuck}
+
+
+def the_spinning_cleanup_blocked(outcome: Outcome) -> None:
+    [spins] = outcome["cleanup errors"]
+    assert "sync_cleanup exceeded" in spins
+    assert BLOCKED in spins
+    assert "it ignored its cancellation" not in spins
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'case' exceeded"], extra=the_spinning_cleanup_blocked)
+def a_sync_cleanup_spins_after_its_case_swallowed_its_cancellation(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    async def swallows_once(api: Trace) -> None:
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            return  # the defect under test: the cancellation is swallowed
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+
+    cases: dict[str, Case] = {"first": swallows_once, "second": passes}
+    implementation, suite = contract(trace, cases, create=create, cleanups=0)
+    report = ck.run_contract_sync(implementation, suite, backend=backend, timeout=TINY)  # type: ignore[arg-type]
+    return {
+        **summary_of(report),
+        "cleanup errors": [str(error) for error in report.results[0].cleanup_errors],
+    }
+
+
+def each_cleanup_says_how_it_overran(outcome: Outcome) -> None:
+    deaf, spins = outcome["cleanup errors"]
+    assert "async_cleanup exceeded" in deaf
+    assert "it ignored its cancellation" in deaf
+    assert "sync_cleanup exceeded" in spins
+    assert BLOCKED in spins
+    assert "it ignored its cancellation" not in spins
+
+
+@fault(FAILED_THEN_PASSED, extra=each_cleanup_says_how_it_overran)
+def a_sync_cleanup_spins_after_an_async_one_swallowed_its_cancellation(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            trace.defer(scope, "first.spins", spin)
+            trace.defer(scope, "first.deaf", deaf_then_spins, is_async=True)
+
+    implementation, suite = contract(trace, {"first": passes, "second": passes}, create=create)
+    report = ck.run_contract_sync(implementation, suite, backend=backend, timeout=TINY)  # type: ignore[arg-type]
+    return {
+        **summary_of(report),
+        "cleanup errors": [str(error) for error in report.results[0].cleanup_errors],
+    }
 
 
 @fault(FAILED_THEN_PASSED, says=["it waited where no cancellation reached it"], on=["asyncio"])
@@ -829,7 +1038,7 @@ def self_disposing(trace: Trace, backend: Backend, where: str, timeout: float | 
     anyio.run(use, backend=backend)
 
 
-@fault(propagates="ExceptionGroup", says=[WAITS_FOR_ITSELF])
+@fault(propagates="ExceptionGroup", says=["own cleanup", WAITS_FOR_ITSELF])
 def a_cleanup_disposes_of_its_own_session(trace: Trace, backend: Backend) -> None:
     self_disposing(trace, backend, "cleanup", None)
 

@@ -1553,3 +1553,117 @@ class TestRefusalMessages:
         closed = "on the scope of feature 'test.scope' after it started closing"
         assert str(deferred.value) == f"defer() {closed}"
         assert str(started.value) == f"start_soon() {closed}"
+
+
+class TestOverrunWithoutAPlace:
+    @pytest.mark.anyio
+    async def test_a_cleanup_cancelled_in_library_code_only_names_its_stage(self) -> None:
+        """Cancelled where no frame is its own (an event's wait): the reason names no place."""
+        never = anyio.Event()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(never.wait)
+
+        implementation = SyncImplementation(setup)
+        with pytest.raises(ExceptionGroup) as raised:
+            async with ck.open_feature(implementation, timeout=TIMEOUT):
+                pass
+        [timed_out] = raised.value.exceptions
+        assert type(timed_out) is TimeoutError
+        assert re.fullmatch(
+            r"feature 'test\.scope': cleanup \S+ exceeded the 0\.3s deadline \(stage 'cleanup'\)",
+            str(timed_out),
+        ), str(timed_out)
+
+
+class TestCancelledWhileAnotherDisposes:
+    @pytest.mark.anyio
+    async def test_a_cancelled_second_caller_returns_only_once_disposal_finished(self) -> None:
+        """A dispose() waiting for another's, then cancelled, still waits for the cleanups."""
+        gate = Gate()
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def held() -> None:
+                log.add("b")
+                await gate.hold()
+                log.add("b done")
+
+            scope.defer(held)
+
+        implementation = SyncImplementation(setup)
+        log = implementation.log
+
+        async def second(session: ck.Session[Log], cancel_scope: anyio.CancelScope) -> None:
+            with cancel_scope:
+                await session.dispose()
+            log.add(f"second returns, closed: {session.closed}")
+
+        async def dispose_and_cancel_the_second(session: ck.Session[Log]) -> None:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(session.dispose)
+                await gate.reached.wait()
+                cancel_scope = anyio.CancelScope()
+                task_group.start_soon(second, session, cancel_scope)
+                await anyio.wait_all_tasks_blocked()  # second waits on the first
+                cancel_scope.cancel()
+                await anyio.wait_all_tasks_blocked()
+                log.add("released")
+                gate.released.set()
+
+        async with ck.open_feature(implementation, timeout=None) as session:
+            await dispose_and_cancel_the_second(session)
+        assert log.events == ["create", "b", "released", "b done", "second returns, closed: True"]
+
+
+class TestScopeReprInARun:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("with_async", [False, True], ids=["sync", "sync and async"])
+    async def test_a_case_scope_says_closing_to_its_cleanups(self, with_async: bool) -> None:
+        """In a run, the cleanups see their scope, named with its case, as closing; then closed."""
+        reprs: list[str] = []
+        scopes: list[ck.FeatureScope] = []
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def async_one() -> None:
+                reprs.append(repr(scope))
+
+            scopes.append(scope)
+            scope.defer(lambda: reprs.append(repr(scope)))
+            if with_async:
+                scope.defer(async_one)
+
+        async def only(log: Log) -> None:
+            await anyio.lowlevel.checkpoint()
+
+        suite = ck.ContractSuite(feature, {"only": only})
+        report = await ck.run_contract(SyncImplementation(setup), suite, timeout=TIMEOUT)
+        assert [result.status for result in report.results] == ["passed"]
+        closing = "<FeatureScope feature 'test.scope', case 'only' closing>"
+        assert reprs == [closing] * (2 if with_async else 1)
+        assert [repr(scope) for scope in scopes] == [
+            "<FeatureScope feature 'test.scope', case 'only' closed>"
+        ]
+
+
+class TestCleanupResults:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [TIMEOUT, None])
+    async def test_a_sync_cleanup_returning_a_value_is_not_awaited(
+        self, timeout: float | None
+    ) -> None:
+        """What a sync cleanup returns, unless awaitable, is ignored: ``defer(items.pop)`` works."""
+        items = ["a", "b"]
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            def returns_a_value() -> str:
+                log.add("c")
+                return "c"
+
+            scope.defer(items.pop)
+            scope.defer(returns_a_value)
+
+        implementation = SyncImplementation(setup)
+        async with ck.open_feature(implementation, timeout=timeout):
+            pass
+        assert implementation.log.events == ["create", "c"]
+        assert items == ["a"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from conformkit._watchdog import Guard, StageStuck, interruptible
+from conformkit._watchdog import Guard, StageStuck, Watch, clock, interruptible
 
 
 def run_python(code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -71,6 +72,77 @@ class TestWatch:
             """
         )
         assert done.stdout.splitlines() == ["None"], done.stderr
+        assert done.stderr == ""  # the watchdog's thread looked at it and went on
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+    def test_a_forked_child_gets_a_watchdog_of_its_own(self) -> None:
+        """The thread does not survive fork(): the child starts one when it watches a stage."""
+        done = run_python(
+            """
+            import os, sys, time
+            from conformkit._watchdog import StageStuck, Watch
+
+            def spin(until):
+                while time.perf_counter() < until:
+                    pass
+
+            def watched():
+                with Watch(0.1) as watch:
+                    watch.frame = sys._getframe()
+                    watch.start("case", time.perf_counter() + 0.1)
+                    try:
+                        spin(time.perf_counter() + 5)
+                        return "not interrupted"
+                    except StageStuck:
+                        return "interrupted"
+                    finally:
+                        watch.stop()
+
+            print("parent:", watched(), flush=True)  # the parent's thread is running now
+            child = os.fork()
+            if child == 0:
+                print("child:", watched(), flush=True)
+                time.sleep(1.3)  # the child's thread, idle for a second, sleeps
+                print("child:", watched(), flush=True)
+                os._exit(0)
+            os.waitpid(child, 0)
+            """
+        )
+        assert done.stdout.splitlines() == [
+            "parent: interrupted",
+            "child: interrupted",
+            "child: interrupted",
+        ], done.stderr
+        assert done.stderr == ""
+
+    def test_a_stage_that_runs_into_its_grace_is_left_alone(self) -> None:
+        """Past its deadline, a stage is stuck only once its grace is spent too."""
+        done = run_python(
+            """
+            import sys, time
+            from conformkit._watchdog import StageStuck, Watch
+
+            with Watch(1.0) as watch:  # a grace of 1 s
+                watch.frame = sys._getframe()
+                watch.start("case", time.perf_counter() + 0.1)
+                try:
+                    time.sleep(0.5)  # past the deadline, well within the grace
+                except StageStuck:
+                    print("interrupted")
+                watch.stop()
+            print("done")
+            """
+        )
+        assert done.stdout.splitlines() == ["done"], done.stderr
+
+    def test_a_stage_started_after_one_that_ignored_its_cancellation_starts_afresh(
+        self,
+    ) -> None:
+        """What the previous stage did is forgotten: interrupted, the new one blocked the loop."""
+        watch = Watch(0.2)
+        watch.first_cancel = 1.0  # the previous stage ignored a cancellation
+        watch.start("case", clock() + 0.2)
+        assert watch.stuck().how == "sync code blocked the event loop"
 
     def test_code_that_cannot_be_interrupted_goes_to_the_stuck_hook(self) -> None:
         """A stage still stuck after its interruption is handed over with its stack."""
@@ -103,12 +175,56 @@ class TestWatch:
         )
         assert done.stdout.splitlines() == ["stuck: case 'deaf' (stage 'case') True"], done.stderr
 
+    def test_a_hook_that_raises_leaves_later_stages_watched(self) -> None:
+        """The thread ends with the hook's error; the next stage watched starts another."""
+        done = run_python(
+            """
+            import sys, threading, time
+            from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
+
+            def hook(watch):
+                raise RuntimeError("the hook failed")
+
+            def deaf(until):
+                while time.perf_counter() < until:
+                    try:
+                        time.sleep(0.01)
+                    except StageStuck:
+                        pass
+
+            def spin(until):
+                while time.perf_counter() < until:
+                    pass
+
+            threading.excepthook = lambda args: print("thread:", args.exc_value)
+            set_stuck_hook(hook)
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.start("case", time.perf_counter() + 0.1)
+                deaf(time.perf_counter() + 1.0)
+                watch.stop()
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.start("case", time.perf_counter() + 0.1)
+                try:
+                    spin(time.perf_counter() + 5)
+                    print("not interrupted")
+                except StageStuck:
+                    print("interrupted")
+                watch.stop()
+            """
+        )
+        assert done.stdout.splitlines() == ["thread: the hook failed", "interrupted"], done.stderr
+
     def test_the_default_hook_prints_the_stack(self) -> None:
         """Without a hook, the stuck stage's stack goes to stderr: no hang goes unexplained."""
         done = run_python(
             """
             import sys, time
-            from conformkit._watchdog import StageStuck, Watch
+            from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
+
+            set_stuck_hook(print)
+            set_stuck_hook(None)  # the default again
 
             def deaf(until):
                 while time.perf_counter() < until:
@@ -163,6 +279,16 @@ class TestInterruptible:
             await interruptible(anyio.sleep(1), guard)
         assert scope.cancelled_caught
         assert guard.first_cancel is None
+
+    @pytest.mark.anyio
+    async def test_an_armed_watch_passes_a_cancellation_before_the_deadline_on(self) -> None:
+        """A watch armed for a stage lets the stage's own cancellation through, as it is."""
+        watch = Watch(0.2)
+        watch.start("case", clock() + 60)
+        with anyio.move_on_after(0.01) as scope:
+            await interruptible(anyio.sleep(1), watch)
+        assert scope.cancelled_caught
+        assert watch.first_cancel is None
 
     @pytest.mark.anyio
     async def test_results_and_errors_pass_through(self) -> None:

@@ -376,7 +376,6 @@ class FeatureScope:
                 detail: str | None = None
                 try:
                     detail = await self._await_cleanup(result)
-                    watch.first_cancel = None
                     watch.stuck_at = None  # no call before: nothing may interrupt it
                 except StageStuck as stuck:
                     watch.stuck_at = None
@@ -384,6 +383,8 @@ class FeatureScope:
                 except BaseException as exc:
                     watch.stuck_at = None
                     errors.append(exc)
+                # However it ended: the next cleanup is a stage no cancellation reached yet.
+                watch.first_cancel = None
                 pending = self._clean_up(errors, ended=cleanup, detail=detail)
         finally:
             self._state = _CLOSED
