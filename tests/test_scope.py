@@ -1667,3 +1667,44 @@ class TestCleanupResults:
             pass
         assert implementation.log.events == ["create", "c"]
         assert items == ["a"]
+
+
+class HostileCleanup:
+    """A cleanup whose attribute lookups raise, and which overruns its deadline."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def __getattr__(self, name: str) -> object:
+        raise ValueError(f"no attribute {name!r} here")
+
+    def __call__(self) -> None:
+        self.log.append("hostile")
+        time.sleep(0.15)  # past the 0.05 s deadline, sync: nothing can cancel it
+
+
+class TestHostileCleanupNames:
+    @pytest.mark.anyio
+    async def test_a_cleanup_that_cannot_be_named_still_fails_alone(self) -> None:
+        """Naming an overrun cleanup whose lookups raise stops nothing: the others still run."""
+        log: list[str] = []
+        feature = ck.Feature[list[str]]("scope.hostile", cases=("uses",))
+        suite = ck.ContractSuite(feature)
+
+        @suite.case
+        async def uses(api: list[str]) -> None:
+            api.append("case")
+
+        def create(scope: ck.FeatureScope) -> list[str]:
+            scope.defer(lambda: log.append("first registered"))
+            scope.defer(HostileCleanup(log))
+            return log
+
+        implementation = feature.implementation(create, name="Hostile")
+        report = await ck.run_contract(implementation, suite, timeout=0.05)
+        result = report["uses"]
+        assert result.status is ck.CaseStatus.FAILED
+        assert log == ["case", "hostile", "first registered"]
+        assert result.reason is not None
+        assert "cleanup <HostileCleanup object>" in result.reason
+        assert "0.05s deadline" in result.reason

@@ -80,9 +80,12 @@ def callable_name(function: object, limit: int | None = None) -> str:
     Name a callable for a message: its qualified name, or its repr; cut to
     ``limit`` characters when one is given.
     """
-    name = getattr(function, "__qualname__", None)
-    if not isinstance(name, str):
-        name = repr(function)
+    try:
+        name = getattr(function, "__qualname__", None)
+        if not isinstance(name, str):
+            name = repr(function)
+    except Exception:  # the code under test's __getattr__ or __repr__ may raise anything
+        name = f"<{type(function).__qualname__} object>"
     return name if limit is None else cut(name, limit)
 
 
