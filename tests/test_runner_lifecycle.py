@@ -345,6 +345,7 @@ class TestLateStages:
         if cases == 2:
             assert report["after"].status is PASSED
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
     async def test_a_cancelled_overrun_says_where_the_case_was(self, cases: int) -> None:
@@ -366,6 +367,7 @@ class TestLateStages:
         assert isinstance(error, TimeoutError)
         assert not hasattr(error, "__notes__")  # it was not stuck: no stack to show
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
     async def test_a_cancelled_overrun_in_library_code_says_only_the_deadline(
@@ -437,6 +439,7 @@ class TestBackgroundWorkOutlivingItsJoin:
 class TestWatchdog:
     """The run's one watchdog acts on every lane's deadline, whatever the other lanes do."""
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     async def test_a_lane_past_an_idle_one_is_still_watched(self) -> None:
         """The second lane's case is cancelled at its deadline though the first lane is idle."""
@@ -492,6 +495,7 @@ class TestStageDeadlines:
         )
         assert statuses(report) == [PASSED] * cases, [result.reason for result in report.results]
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     async def test_an_overrun_cleanup_leaves_the_next_case_its_own_grace(self) -> None:
         """After a case whose async cleanup ignored its deadline, the next case's overrun is
@@ -526,6 +530,7 @@ class TestStageDeadlines:
 class TestStuckStages:
     """A stage interrupted past its grace fails with where it was stuck, starting in its code."""
 
+    @pytest.mark.frames
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
     async def test_the_timeout_notes_the_stack_from_the_code_under_test(self, cases: int) -> None:
