@@ -549,12 +549,16 @@ class Execution(Generic[API]):
             spawner.cancel_scope.cancel()
 
     def _note(self, case_id: str, errors: Iterable[BaseException | None]) -> None:
-        """Keep the failures seen while the run stops in the notes of its interrupt."""
+        """
+        Keep the failures seen while the run stops in the notes of its interrupt:
+        not the cancellation that stopped a case, which is the run's own doing.
+        """
         interrupt = self.interrupt
         if interrupt is None:
             return
+        cancelled = anyio.get_cancelled_exc_class()
         for error in errors:
-            if error is not None and error is not interrupt:
+            if error is not None and error is not interrupt and not isinstance(error, cancelled):
                 interrupt.add_note(f"case {case_id!r}: {describe_error(error)}")
 
     def _unsupported(self, index: int, case_id: str) -> None:
