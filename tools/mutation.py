@@ -5,6 +5,7 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py                    # every core module, one after another
     python tools/mutation.py --module _scope    # one module (repeat the option for more)
     python tools/mutation.py --report           # print the scores of the last runs again
+    python tools/mutation.py --module _runner --resume   # go on where a stopped run ended
 
 mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a time
 in a core module (a comparison, a constant, a removed statement, an ``await``...)
@@ -263,6 +264,11 @@ def main() -> int:
         "--module", action="append", metavar="NAME", help="a core module, e.g. _scope (repeatable)"
     )
     parser.add_argument("--max-children", type=int, help="mutmut's worker count")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on in the module's existing copy, running only the mutants not yet checked",
+    )
     arguments = parser.parse_args()
     paths = source_paths()
     if arguments.module:
@@ -280,7 +286,10 @@ def main() -> int:
         environment = {**os.environ, "CONFORMKIT_MUTATION": "1"}  # see tests/conftest.py
         for path in paths:
             print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
-            subprocess.run(command, cwd=prepare(path), env=environment, check=False)
+            copy = scratch(path)
+            if not (arguments.resume and (copy / "mutants").is_dir()):
+                copy = prepare(path)
+            subprocess.run(command, cwd=copy, env=environment, check=False)
     return report(paths)
 
 
