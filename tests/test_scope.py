@@ -1314,6 +1314,21 @@ class TestBackgroundJoinUnderCancellation:
         assert not after
 
 
+def cancellation_leaker(stray: list[BaseException]) -> Callable[[], Awaitable[None]]:
+    """Async code that catches a cancellation of its own scope, keeps it, and raises it."""
+
+    async def leaks_a_cancellation() -> None:
+        with anyio.CancelScope() as own:
+            own.cancel()
+            try:
+                await anyio.lowlevel.checkpoint()
+            except anyio.get_cancelled_exc_class() as exc:
+                stray.append(exc)
+        raise stray[0]
+
+    return leaks_a_cancellation
+
+
 class TestStrayCancellation:
     @pytest.mark.anyio
     async def test_a_cleanup_raising_a_cancellation_it_caught_fails_in_a_group(self) -> None:
@@ -1321,17 +1336,8 @@ class TestStrayCancellation:
         stray: list[BaseException] = []
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
-            async def leaks_a_cancellation() -> None:
-                with anyio.CancelScope() as own:
-                    own.cancel()
-                    try:
-                        await anyio.lowlevel.checkpoint()
-                    except anyio.get_cancelled_exc_class() as exc:
-                        stray.append(exc)
-                raise stray[0]
-
             scope.defer(sync_cleanup(log, "a"))
-            scope.defer(leaks_a_cancellation)
+            scope.defer(cancellation_leaker(stray))
 
         implementation = SyncImplementation(setup)
         with pytest.raises(BaseExceptionGroup) as raised:
@@ -1433,17 +1439,8 @@ class TestWorkSwallowingItsCancellation:
         stray: list[BaseException] = []
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
-            async def leaks_a_cancellation() -> None:
-                with anyio.CancelScope() as own:
-                    own.cancel()
-                    try:
-                        await anyio.lowlevel.checkpoint()
-                    except anyio.get_cancelled_exc_class() as exc:
-                        stray.append(exc)
-                raise stray[0]
-
             scope.defer(sync_cleanup(log, "a"))
-            scope.start_soon(leaks_a_cancellation)
+            scope.start_soon(cancellation_leaker(stray))
 
         implementation = SyncImplementation(setup)
         with pytest.raises(BaseExceptionGroup) as raised:
