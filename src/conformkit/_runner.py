@@ -20,7 +20,7 @@ from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, decla
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import OWN_TASKS, FeatureScope, OwnTasks
-from ._shape import CreateCheck, open_twin
+from ._shape import _CLEAN, CreateCheck, open_twin
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._watchdog import (
     StageStuck,
@@ -271,6 +271,7 @@ class RunPlan(Generic[API]):
         "probe",
         "record",
         "release",
+        "shared",
         "sync_cases",
         "timeout",
     )
@@ -285,7 +286,13 @@ class RunPlan(Generic[API]):
         probe_unsupported: bool = False,
         keep_tracebacks: bool = False,
         check_isolation: bool = False,
+        shared: bool = False,
     ) -> None:
+        """
+        :param shared: whether executions of the plan may run at once (the
+            cases of :func:`contract_cases`), so that the APIs of all their
+            live scopes must be known, each run of one lane included.
+        """
         planned, self.coverage = _check_definitions(implementation, suite)
         self.record = reject_vacuous
         # Let go of the frames of the exceptions a report keeps, unless asked not to.
@@ -300,6 +307,7 @@ class RunPlan(Generic[API]):
         # APIs of the run's live scopes; with check_isolation, by a second create().
         self.check = CreateCheck(declared_api(implementation.feature))
         self.isolation = check_isolation
+        self.shared = shared
         self.timeout = stage_timeout(timeout, implementation)
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
@@ -341,6 +349,7 @@ class Execution(Generic[API]):
         "plan",
         "results",
         "scope_type",
+        "shared",
         "spawner",
         "stopper",
         "stragglers",
@@ -360,6 +369,10 @@ class Execution(Generic[API]):
         # The lane that Ctrl-C stops, in a run of one case; else the task group's scope.
         self.stopper: _Lane | None = None
         self.scope_type: type[anyio.CancelScope] | None = None  # see _cancel_scope()
+        # Whether another scope may be live beside a case's: then each API is
+        # kept as live until its scope closes, and one that another live scope
+        # has fails the case. A run of one lane alone never has two.
+        self.shared = plan.shared or plan.isolation
 
     def late_errors(self) -> list[BaseException]:
         """Failures of background work that ended after its case was judged."""
@@ -459,6 +472,7 @@ class Execution(Generic[API]):
             lanes = [
                 _Lane(timeout, watched=True) for _ in range(min(max_concurrency, len(case_ids)))
             ]
+            self.shared |= len(lanes) > 1
         else:
             lanes = [_Lane(timeout, watched=False)]
         signals = _Signals.install(self)
@@ -633,6 +647,8 @@ class Execution(Generic[API]):
         plain = plan.plain
         sync_cases = plan.sync_cases
         check = plan.check
+        fitting = check.verdicts  # by type: _CLEAN when its objects need no check
+        shared = self.shared
         isolation = plan.isolation
         grace = lane.grace
         for index, case_id in queue:
@@ -670,7 +686,12 @@ class Execution(Generic[API]):
                     or (type(created) not in plain and _awaitable(created, plain))
                 ):
                     created = await created
-                admitted = check.admit(created, scope)  # its shape; no other live scope's
+                if shared:
+                    admitted = check.admit(created, scope)  # its shape; no other live scope's
+                elif fitting.get(type(created)) is not _CLEAN:
+                    problem = check.shape(created)  # its shape alone
+                    if problem is not None:
+                        raise problem
                 if isolation:
                     await open_twin(create, scope, check)
                 if timeout is not None:
@@ -1391,6 +1412,7 @@ def contract_cases(
         reject_vacuous=reject_vacuous,
         keep_tracebacks=True,
         check_isolation=check_isolation,
+        shared=True,
     )
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
 
