@@ -10,7 +10,8 @@ it, and cleans up. Measured, per case, as the median over interleaved rounds:
 - the same with ``Any`` as the API type (no shape check; the isolation check
   still runs);
 - the check alone, ``CreateCheck.admit()`` then ``release()`` on one object of a
-  Protocol type: its share of a case;
+  Protocol type, as a run of several lanes (or ``contract_cases``) makes it: its
+  share of a case (a run of one lane, as measured above, checks the shape only);
 - ``run_contract(check_isolation=True)`` against the default: a second
   ``create`` per case.
 
@@ -31,7 +32,7 @@ import anyio
 import conformkit as ck
 from conformkit._runner import RunPlan
 from conformkit._scope import FeatureScope
-from conformkit._shape import CreateCheck
+from conformkit._shape import _CLEAN, CreateCheck
 
 
 class Counter(Protocol):
@@ -78,8 +79,17 @@ def build(api_type: Any, size: int) -> tuple[ck.FeatureImplementation[Any], ck.C
     return Implementation(), ck.ContractSuite(feature, dict.fromkeys(names, increments))
 
 
+class Clean(dict[type, object]):
+    """Every type's verdict: clean, nothing to check."""
+
+    def get(self, key: type, default: object = None) -> object:
+        return _CLEAN
+
+
 class NoCheck:
     """Checks nothing: what a run costs without the create-stage checks."""
+
+    verdicts = Clean()
 
     def admit(self, created: object, scope: object) -> None:
         return None
@@ -145,9 +155,9 @@ async def main(rounds: int, size: int) -> None:
     print(f"  Protocol API type, a no-op check:       {median['unchecked'] * 1e6:7.2f} µs")
     print(f"  ratio checked / no-op, round by round:  {ratio:7.3f}")
     print(f"  Any API type, checked:                  {median['any'] * 1e6:7.2f} µs")
-    print(f"  admit() + release(), Protocol, alone:   {median['check'] * 1e6:7.2f} µs")
+    print(f"  admit() + release() alone (lanes > 1):  {median['check'] * 1e6:7.2f} µs")
     share = median["check"] / median["protocol"]
-    print(f"  its share of a Protocol case:           {share:7.1%}")
+    print(f"  that, over a one-lane Protocol case:    {share:7.1%}")
     isolation = median["isolation"] / median["protocol"]
     print(f"  ratio check_isolation=True / default:   {isolation:7.3f}")
 
