@@ -276,14 +276,14 @@ def interruptible(awaitable: Any, watch: Any, *, waits: bool = False) -> Generat
     """
     coroutine = awaitable if isinstance(awaitable, _COROUTINES) else awaitable.__await__()
     send = coroutine.send
+    try:
+        yielded = send(None)
+    except StopIteration as stop:
+        return stop.value  # it never waited: nothing was thrown in
     throw = coroutine.throw
     intercept = watch.intercept
     # trio's resumption that carries an exception; trio imports `outcome`.
     sent_error: Any = getattr(sys.modules.get("outcome"), "Error", _Never)
-    try:
-        yielded = send(None)
-    except StopIteration as stop:
-        return stop.value
     value: Any
     while True:
         if waits and watch.deadline is not None:
