@@ -11,14 +11,21 @@ the smaller size and of ``case.run()``, twice for the sleeping cases).
 Measures and their targets:
 
 - ``run_contract`` on N trivial cases (the smaller size), ``timeout=None`` and
-  default deadlines, per case, against a hand-written loop;
+  default deadlines, per case, against a hand-written loop: at most 3 and 4 times that;
 - how the per-case cost of ``run_contract`` grows from the smaller size to the
-  larger one;
-- ``await case.run()`` per case, from ``contract_cases``, against the same loop;
+  larger one, against how its floor's grows (below): at most 1.25 times that;
+- ``await case.run()`` per case, from ``contract_cases``: at most 15 µs, and
+  at most 5 times its floor, the same loop with the deadline each case has (below);
 - cases that each sleep 10 ms, all at once (``max_concurrency`` = their
-  number), against a hand-written task group;
+  number), against a hand-written task group: at most 1.1 times it;
 - ``report[case_id]`` per lookup, every case of a report looked up once, at
   two sizes of report: it must not grow with the report.
+
+Two targets are set against a floor rather than against the plain hand loop,
+which no runner could meet: one anyio cancel scope with a deadline around a
+trivial case costs about 10 times the whole hand-loop case, and a hand loop that
+keeps one ``CaseResult`` per case (a report's content) grows about 1.5 times from
+10k to 300k cases, by the garbage collector's passes alone.
 
 The figures of the trivial cases are CPU time (this process's), which other
 processes on a shared machine disturb far less than the wall clock; the
@@ -302,22 +309,27 @@ async def measure_all(
         name: seconds / (small if name.endswith("small") else large) * 1e6
         for name, seconds in medians.items()
     }
-    growths: list[tuple[str, str, float | None]] = [
-        ("none", "run_contract, timeout=None", 1.25),
-        ("default", "run_contract, default deadlines", 1.25),
-        ("kept", "hand loop keeping a CaseResult per case (the floor)", None),
-        ("hand", "hand loop (for comparison)", None),
-    ]
-    for name, label, bound in growths:
+    growth = {
+        name: per_case[f"{name} large"] / per_case[f"{name} small"]
+        for name in ("none", "default", "kept", "hand")
+    }
+    for name, label in (
+        ("none", "run_contract, timeout=None"),
+        ("default", "run_contract, default deadlines"),
+        ("kept", "hand loop keeping a CaseResult per case (the floor)"),
+        ("hand", "hand loop (for comparison)"),
+    ):
         before, after = per_case[f"{name} small"], per_case[f"{name} large"]
         rows.append(
-            Row(
-                f"growth N={small}→{large}, {label}",
-                f"{before:.2f} → {after:.2f} µs/case",
-                after / before,
-                bound,
-            )
-        )
+            Row(f"growth N={small}→{large}, {label}", f"{before:.2f} → {after:.2f} µs/case",
+                growth[name], None)
+        )  # fmt: skip
+    for name, label in (("none", "timeout=None"), ("default", "default deadlines")):
+        rows.append(
+            Row(f"  run_contract's growth, {label}, over the floor's",
+                f"{growth[name]:.2f}× against {growth['kept']:.2f}×",
+                growth[name] / growth["kept"], 1.25)
+        )  # fmt: skip
 
     # await case.run() per case against the same loop.
     implementation, suite = build(cases, feature_id="cases")
@@ -340,7 +352,7 @@ async def measure_all(
             f"await case.run(), {cases} cases, default deadlines",
             f"{per_case['run']:.2f} µs/case (target ≤ 15; hand loop {hand:.2f})",
             per_case["run"] / hand,
-            5.0,
+            None,
         )
     )
     rows.append(
@@ -372,7 +384,7 @@ async def measure_all(
             "  await case.run() against the floor",
             f"{per_case['run'] - per_case['scoped']:.2f} µs/case above it",
             per_case["run"] / per_case["scoped"],
-            None,
+            5.0,
         )
     )
 
