@@ -5,7 +5,7 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py                    # every core module, one after another
     python tools/mutation.py --module _scope    # one module (repeat the option for more)
     python tools/mutation.py --report           # print the scores of the last runs again
-    python tools/mutation.py --module _runner --resume   # go on where a stopped run ended
+    python tools/mutation.py --module _runner --resume   # go on where a run ended
 
 mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a time
 in a core module (a comparison, a constant, a removed statement, an ``await``...)
@@ -26,6 +26,19 @@ sound ones on a loaded machine. Tests of traceback and caller frames, which mutm
 trampolines change, are marked ``frames`` and skipped there. The copies stay, so that
 ``--report`` and ``cd .mutation/_scope && mutmut show NAME`` work after the run.
 
+mutmut credits a test with a function only when the pytest process itself calls
+it: never a test whose call happens in a fresh interpreter (``SUBPROCESS_TESTS``),
+and the watchdog thread's one long call only for the test that started it. So each
+mutant that mutmut leaves alive then runs in the *wide check*: those files and the
+module's own, with the copy's mutated sources first on the path of every
+interpreter, the fresh ones included. Its verdicts are kept in the copy's
+``wide.json``, by the hash of the mutated function.
+
+``--resume`` keeps a module's results and brings the copy up to date with the
+working tree: mutmut runs only the mutants not yet checked and those of the
+functions changed since, and the wide check only the mutants it has not judged on
+their function's present code.
+
 The score of a module is killed / (mutants - equivalent). Mutants that no test
 reaches count as survivors. A run takes tens of minutes per module on two cores: it
 is not part of ``.ci/run``.
@@ -40,8 +53,10 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,8 +107,23 @@ TESTS: dict[str, list[str]] = {
         "tests/cli/test_gates.py",
     ],
 }
+# The wide check: mutmut credits a test with a function only when the pytest
+# process itself calls it. A call in a fresh interpreter (a subprocess test) is
+# never credited, nor are the watchdog thread's calls but for the test that
+# started it. So each mutant mutmut leaves alive is run again against these
+# files, the module's own after them, with the copy's mutated sources first on
+# every interpreter's path: a fresh interpreter imports the mutant too.
+SUBPROCESS_TESTS = ["tests/test_watchdog.py", "tests/test_faults.py"]
+WIDE_FILE = "wide.json"
 TARGET = 0.95
-KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+KILLED = {
+    "killed",
+    "timeout",
+    "caught by type check",
+    "segfault",
+    "killed by the wide check",
+    "timeout by the wide check",
+}
 STATUS = {
     0: "survived",
     1: "killed",
@@ -142,15 +172,35 @@ def scratch(path: Path) -> Path:
     return SCRATCH / path.stem
 
 
-def prepare(path: Path) -> Path:
+def prepare(path: Path, *, resume: bool = False) -> Path:
     """
     A fresh copy of the working tree (the files git tracks or does not ignore), with
     ``[tool.mutmut]`` narrowed to the module at ``path`` and to the tests in ``TESTS``.
+
+    :param resume: keep the results of the copy there was: mutmut's record and
+        mutants of the module, its record of the tests, and the wide check's.
+        mutmut then makes the module's mutants again only if its source changed,
+        and runs again only those of the functions that changed.
     """
     module = path.stem
     if module not in TESTS:
         sys.exit(f"tools/mutation.py: no tests are listed for {module} in TESTS")
     copy = scratch(path)
+    relative = path.relative_to(ROOT)
+    kept = [
+        Path("mutants") / relative,
+        Path("mutants") / relative.with_name(path.name + ".meta"),
+        Path("mutants") / relative.with_name(path.name + ".spans"),
+        Path("mutants") / "mutmut-stats.json",
+        Path(WIDE_FILE),
+    ]
+    aside = SCRATCH / f".{module}.kept"
+    shutil.rmtree(aside, ignore_errors=True)
+    if resume:
+        for result in kept:
+            if (copy / result).exists():
+                (aside / result).parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(copy / result, aside / result)  # keeps its mtime
     shutil.rmtree(copy, ignore_errors=True)
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -179,18 +229,124 @@ timeout_constant = 10.0
         text = re.sub(rf"(?ms)^{key} = (\[.*?\]|\S+)\n", "", text, count=1)
     text = text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + narrowed, 1)
     config.write_text(text, encoding="utf-8")
+    if aside.exists():
+        for result in kept:
+            if (aside / result).exists():
+                (copy / result).parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(aside / result, copy / result)
+        shutil.rmtree(aside)
     return copy
 
 
 def results(path: Path) -> Iterator[tuple[str, str]]:
     """Each mutant of a source file with its status, from mutmut's record of the last run."""
+    data = json.loads(meta_of(path).read_text(encoding="utf-8"))
+    record = scratch(path) / WIDE_FILE
+    wide = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    verdicts: dict[str, list[str]] = wide.get("mutants", {})
+    hashes: dict[str, str] = data.get("hash_by_function_name", {})
+    for mutant, code in sorted(data["exit_code_by_key"].items()):
+        status = STATUS.get(code, "not checked" if code is None else "suspicious")
+        verdict = verdicts.get(mutant)
+        if (
+            status in ("survived", "no tests")
+            and verdict is not None
+            and verdict[1] == hashes.get(function_of(mutant))
+            and verdict[0] in ("killed", "timeout")
+        ):
+            status = f"{verdict[0]} by the wide check"
+        yield mutant, status
+
+
+def meta_of(path: Path) -> Path:
+    """mutmut's record of the last run on the module at ``path``."""
     relative = path.relative_to(ROOT)
     meta = scratch(path) / "mutants" / relative.with_name(path.name + ".meta")
     if not meta.exists():
         sys.exit(f"no results for {relative}: run tools/mutation.py --module {path.stem} first")
-    data = json.loads(meta.read_text(encoding="utf-8"))
-    for mutant, code in sorted(data["exit_code_by_key"].items()):
-        yield mutant, STATUS.get(code, "not checked" if code is None else "suspicious")
+    return meta
+
+
+def function_of(mutant: str) -> str:
+    """The mutated function's key in mutmut's record: ``xǁClassǁmethod`` or ``x_function``."""
+    return mutant.rpartition("__mutmut_")[0].split(".")[-1]
+
+
+def wide_selection(module: str) -> list[str]:
+    return list(dict.fromkeys([*SUBPROCESS_TESTS, *TESTS[module]]))
+
+
+def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> tuple[str, float]:
+    """Run ``files`` with ``mutant`` active (``""``: none); its status and the seconds it took."""
+    mutated = copy / "mutants"
+    path = os.environ.get("PYTHONPATH")
+    environment = {
+        **os.environ,
+        "CONFORMKIT_MUTATION": "1",  # see tests/conftest.py
+        "MUTANT_UNDER_TEST": mutant,
+        "PYTHONPATH": str(mutated / "src") + (os.pathsep + path if path else ""),
+    }
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p"]
+    command += ["no:cacheprovider", *files]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command, cwd=mutated, env=environment, capture_output=True, timeout=limit, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - started
+    elapsed = time.monotonic() - started
+    if done.returncode == 0:
+        return "survived", elapsed
+    if done.returncode == 1:  # tests failed
+        return "killed", elapsed
+    tail = done.stdout.decode(errors="replace").strip().splitlines()[-1:]
+    sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
+
+
+def widen(path: Path, max_children: int) -> None:
+    """
+    Run each mutant that mutmut left alive (and no equivalent lists) against the
+    wide selection; keep the verdicts in the copy's ``wide.json``, by the mutated
+    function's hash, so that a later run only checks the mutants of changed functions.
+    """
+    copy = scratch(path)
+    record = copy / WIDE_FILE
+    data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    verdicts: dict[str, list[str]] = data.get("mutants", {})
+    hashes = function_hashes(path)
+    known = equivalents()
+    pending = [
+        mutant
+        for mutant, status in results(path)
+        if status in ("survived", "no tests")
+        and mutant not in known
+        and verdicts.get(mutant, [None, None])[1] != hashes.get(function_of(mutant))
+    ]
+    if not pending:
+        return
+    files = wide_selection(path.stem)
+    print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
+    status, baseline = run_wide("", copy, files, None)
+    if status != "survived":
+        sys.exit(f"the wide selection fails on the unmutated code of {path.stem}: {files}")
+    limit = 3 * baseline + 30
+    print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
+
+    def check(mutant: str) -> tuple[str, str]:
+        return mutant, run_wide(mutant, copy, files, limit)[0]
+
+    with ThreadPoolExecutor(max_workers=max_children) as pool:
+        for number, (mutant, status) in enumerate(pool.map(check, pending), 1):
+            verdicts[mutant] = [status, hashes.get(function_of(mutant), "")]
+            record.write_text(json.dumps({"mutants": verdicts}, indent=1), encoding="utf-8")
+            print(f"   {number}/{len(pending)} {status:<9}{mutant}", flush=True)
+
+
+def function_hashes(path: Path) -> dict[str, str]:
+    data = json.loads(meta_of(path).read_text(encoding="utf-8"))
+    hashes: dict[str, str] = data.get("hash_by_function_name", {})
+    return hashes
 
 
 def diff(mutant: str, copy: Path) -> str:
@@ -267,7 +423,8 @@ def main() -> int:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="go on in the module's existing copy, running only the mutants not yet checked",
+        help="keep the module's results: run only the mutants not yet checked, and those "
+        "of the functions changed since",
     )
     arguments = parser.parse_args()
     paths = source_paths()
@@ -286,10 +443,9 @@ def main() -> int:
         environment = {**os.environ, "CONFORMKIT_MUTATION": "1"}  # see tests/conftest.py
         for path in paths:
             print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
-            copy = scratch(path)
-            if not (arguments.resume and (copy / "mutants").is_dir()):
-                copy = prepare(path)
+            copy = prepare(path, resume=arguments.resume)
             subprocess.run(command, cwd=copy, env=environment, check=False)
+            widen(path, arguments.max_children or 1)
     return report(paths)
 
 
