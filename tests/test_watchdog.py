@@ -15,6 +15,9 @@ import pytest
 
 from conformkit._watchdog import Guard, StageStuck, Watch, clock, interruptible
 
+HARD_TIMEOUT = 20.0 if os.environ.get("CONFORMKIT_MUTATION") else 60.0
+"""Seconds a fresh interpreter may take: less under tools/mutation.py (see test_faults.py)."""
+
 
 def run_python(code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter, with a hard timeout: a hang fails the test."""
@@ -22,7 +25,7 @@ def run_python(code: str, *args: str, cwd: Path | None = None) -> subprocess.Com
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HARD_TIMEOUT,
         cwd=cwd,
     )
 
