@@ -47,10 +47,12 @@ is not part of ``.ci/run``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -289,18 +291,29 @@ def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> 
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p"]
     command += ["no:cacheprovider", *files]
     started = time.monotonic()
+    # A session of its own: a mutant's subprocess that never ends (a watchdog that
+    # no longer interrupts) is killed with pytest, not left spinning.
+    process = subprocess.Popen(
+        command, cwd=mutated, env=environment, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    output, timed_out = b"", False
     try:
-        done = subprocess.run(
-            command, cwd=mutated, env=environment, capture_output=True, timeout=limit, check=False
-        )
+        output, _ = process.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
-        return "timeout", time.monotonic() - started
+        timed_out = True
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the session is gone already
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
     elapsed = time.monotonic() - started
-    if done.returncode == 0:
+    if timed_out:
+        return "timeout", elapsed
+    if process.returncode == 0:
         return "survived", elapsed
-    if done.returncode == 1:  # tests failed
+    if process.returncode == 1:  # tests failed
         return "killed", elapsed
-    tail = done.stdout.decode(errors="replace").strip().splitlines()[-1:]
+    tail = output.decode(errors="replace").strip().splitlines()[-1:]
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
 
 
