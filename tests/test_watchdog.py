@@ -7,13 +7,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import traceback
 from pathlib import Path
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from conformkit._watchdog import Guard, StageStuck, Watch, clock, interruptible
+import conformkit
+from conformkit._watchdog import Guard, StageStuck, Watch, clock, interruptible, summary
 
 HARD_TIMEOUT = 20.0 if os.environ.get("CONFORMKIT_MUTATION") else 60.0
 """Seconds a fresh interpreter may take: less under tools/mutation.py (see test_faults.py)."""
@@ -248,6 +250,45 @@ class TestWatch:
             done.stderr
         )
         assert "in deaf" in done.stderr
+
+
+class TestWhere:
+    """The one line of a reason that says where stuck code was: its own frames only."""
+
+    def test_conformkits_and_the_event_loops_frames_are_left_out(self) -> None:
+        import asyncio
+
+        import outcome
+        import trio
+
+        package = Path(conformkit.__file__).parent
+
+        def frame(path: Path | str, name: str, line: int = 1) -> traceback.FrameSummary:
+            return traceback.FrameSummary(str(path), line, name)
+
+        def library(module: object, name: str) -> traceback.FrameSummary:
+            return frame(Path(str(getattr(module, "__file__", ""))).parent / "x.py", name)
+
+        frames = [  # outermost first, as a traceback lists them
+            frame("/project/tests/test_store.py", "test_store", 7),
+            frame(package / "_runner.py", "_stretch"),
+            frame(package / "profiles" / "mapping.py", "reads", 12),
+            library(asyncio, "run"),
+            library(anyio, "checkpoint"),
+            library(trio, "run"),
+            library(outcome, "send"),
+            frame(package / "_scope.py", "_close"),
+            frame("/project/store.py", "write", 30),
+            frame(package / "_watchdog.py", "interruptible"),
+        ]
+        assert summary(frames) == (
+            "write at store.py:30 ← reads at mapping.py:12 ← test_store at test_store.py:7"
+        )
+
+    def test_the_innermost_three_are_shown(self) -> None:
+        frames = [traceback.FrameSummary(f"/project/f{n}.py", n, f"f{n}") for n in range(5)]
+        assert summary(frames) == "f4 at f4.py:4 ← f3 at f3.py:3 ← f2 at f2.py:2"
+        assert summary([]) == ""
 
 
 class TestInterruptible:
