@@ -32,7 +32,9 @@ and the watchdog thread's one long call only for the test that started it. So ea
 mutant that mutmut leaves alive then runs in the *wide check*: those files and the
 module's own, with the copy's mutated sources first on the path of every
 interpreter, the fresh ones included. Its verdicts are kept in the copy's
-``wide.json``, by the hash of the mutated function.
+``wide.json``, with the hash of the mutated function and of the selection's
+files: a mutant is checked again when its function changes, a survivor also
+when the tests do.
 
 ``--resume`` keeps a module's results and brings the copy up to date with the
 working tree: mutmut runs only the mutants not yet checked and those of the
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -320,8 +323,9 @@ def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> 
 def widen(path: Path, max_children: int) -> None:
     """
     Run each mutant that mutmut left alive (and no equivalent lists) against the
-    wide selection; keep the verdicts in the copy's ``wide.json``, by the mutated
-    function's hash, so that a later run only checks the mutants of changed functions.
+    wide selection; keep the verdicts in the copy's ``wide.json``, with the mutated
+    function's hash and the selection's: a later run checks again the mutants of
+    changed functions, and the survivors once the tests changed.
     """
     copy = scratch(path)
     record = copy / WIDE_FILE
@@ -329,16 +333,25 @@ def widen(path: Path, max_children: int) -> None:
     verdicts: dict[str, list[str]] = data.get("mutants", {})
     hashes = function_hashes(path)
     known = equivalents()
+    files = wide_selection(path.stem)
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update((copy / "mutants" / name).read_bytes())
+    tests = digest.hexdigest()[:12]
+
+    def judged(mutant: str) -> bool:
+        status, function, *selection = verdicts.get(mutant, ["", ""])
+        if function != hashes.get(function_of(mutant)):
+            return False
+        return status != "survived" or selection == [tests]
+
     pending = [
         mutant
         for mutant, status in results(path)
-        if status in ("survived", "no tests")
-        and mutant not in known
-        and verdicts.get(mutant, [None, None])[1] != hashes.get(function_of(mutant))
+        if status in ("survived", "no tests") and mutant not in known and not judged(mutant)
     ]
     if not pending:
         return
-    files = wide_selection(path.stem)
     print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
     status, baseline = run_wide("", copy, files, None)
     if status != "survived":
@@ -351,7 +364,7 @@ def widen(path: Path, max_children: int) -> None:
 
     with ThreadPoolExecutor(max_workers=max_children) as pool:
         for number, (mutant, status) in enumerate(pool.map(check, pending), 1):
-            verdicts[mutant] = [status, hashes.get(function_of(mutant), "")]
+            verdicts[mutant] = [status, hashes.get(function_of(mutant), ""), tests]
             record.write_text(json.dumps({"mutants": verdicts}, indent=1), encoding="utf-8")
             print(f"   {number}/{len(pending)} {status:<9}{mutant}", flush=True)
 
