@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 import conformkit as ck
+from conformkit._watchdog import set_stuck_hook
 from test_runner import SHORT, Case, Gate, Probe, Rig, passing, rig, statuses
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
@@ -549,20 +550,31 @@ class TestStuckStages:
     async def test_a_run_of_one_case_wakes_a_wait_no_cancellation_reaches(
         self, anyio_backend: str
     ) -> None:
-        """asyncio: woken past its grace, it fails as stuck; trio cannot: it ends late."""
+        """
+        asyncio: woken past its grace, it fails as stuck; trio cannot: it ends late,
+        and meanwhile the stuck hook is told where it waits.
+        """
 
         async def shielded(api: Probe) -> None:
             with anyio.CancelScope(shield=True):
                 await anyio.sleep(2.0)
 
-        r = rig({"shielded": shielded})
-        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        stacks: list[str | None] = []
+        set_stuck_hook(lambda watch: stacks.append(watch.stack))  # called from its thread
+        try:
+            r = rig({"shielded": shielded})
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        finally:
+            set_stuck_hook(None)
         reason = report["shielded"].reason or ""
         assert report["shielded"].status is FAILED
         if anyio_backend == "asyncio":
             assert "it waited where no cancellation reached it" in reason, reason
+            assert stacks == []
         else:
             assert reason.endswith("it did not answer its cancellation)"), reason
+            [stack] = stacks
+            assert ", in shielded\n" in (stack or ""), stack
 
 
 class TestReports:

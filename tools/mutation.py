@@ -119,6 +119,9 @@ TESTS: dict[str, list[str]] = {
 # files, the module's own after them, with the copy's mutated sources first on
 # every interpreter's path: a fresh interpreter imports the mutant too.
 SUBPROCESS_TESTS = ["tests/test_watchdog.py", "tests/test_faults.py"]
+# Tests beyond a module's own in TESTS that reach it where mutmut cannot see: the
+# runner's stuck stages reach the watchdog's thread.
+WIDE_EXTRA: dict[str, list[str]] = {"_watchdog": ["tests/test_runner_lifecycle.py"]}
 WIDE_FILE = "wide.json"
 TARGET = 0.95
 KILLED = {
@@ -278,7 +281,7 @@ def function_of(mutant: str) -> str:
 
 
 def wide_selection(module: str) -> list[str]:
-    return list(dict.fromkeys([*SUBPROCESS_TESTS, *TESTS[module]]))
+    return list(dict.fromkeys([*SUBPROCESS_TESTS, *TESTS[module], *WIDE_EXTRA.get(module, [])]))
 
 
 def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> tuple[str, float]:
