@@ -251,6 +251,22 @@ class TestWatch:
         )
         assert "in deaf" in done.stderr
 
+    def test_the_default_hook_says_so_when_it_has_no_stack(self) -> None:
+        """A watch that knows neither frame nor coroutine: the hook says it has no stack."""
+        done = run_python(
+            """
+            import time
+            from conformkit._watchdog import Watch
+
+            with Watch(0.1) as watch:
+                watch.case_id = "nowhere"
+                watch.start("case", time.perf_counter() + 0.1)
+                time.sleep(0.8)  # nothing to interrupt it by: no frame, no coroutine
+                watch.stop()
+            """
+        )
+        assert "could not be interrupted; it is here:\n  (no stack)\n" in done.stderr, done.stderr
+
 
 class TestWhere:
     """The one line of a reason that says where stuck code was: its own frames only."""
