@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 import traceback
+import types
+from collections.abc import Generator
 from pathlib import Path
 
 import anyio
@@ -15,7 +17,16 @@ import anyio.lowlevel
 import pytest
 
 import conformkit
-from conformkit._watchdog import Guard, StageStuck, Watch, clock, interruptible, summary
+from conformkit._watchdog import (
+    Guard,
+    StageStuck,
+    Watch,
+    clock,
+    format_frames,
+    frames_of,
+    interruptible,
+    summary,
+)
 
 HARD_TIMEOUT = 20.0 if os.environ.get("CONFORMKIT_MUTATION") else 60.0
 """Seconds a fresh interpreter may take: less under tools/mutation.py (see test_faults.py)."""
@@ -300,6 +311,39 @@ class TestWhere:
         assert summary(frames) == (
             "write at store.py:30 ← reads at mapping.py:12 ← test_store at test_store.py:7"
         )
+
+    def test_the_await_chain_runs_through_generator_based_coroutines(self) -> None:
+        """A suspended chain's frames, outermost first, across ``yield from`` too."""
+
+        @types.coroutine
+        def pause() -> Generator[None, None, None]:
+            yield
+
+        async def inner() -> None:
+            await pause()
+
+        @types.coroutine
+        def middle() -> Generator[None, None, None]:
+            yield from inner()  # allowed in a types.coroutine generator
+
+        async def outer() -> None:
+            await middle()
+
+        coroutine = outer()
+        coroutine.send(None)  # suspended in pause()
+        try:
+            frames = frames_of(coroutine)
+            assert [frame.name for frame in frames] == ["outer", "middle", "inner", "pause"]
+            text = format_frames(frames)
+            assert text.count("\n  File ") == 3, text
+            assert all(line.startswith(("  File ", "    ")) for line in text.splitlines()), text
+        finally:
+            coroutine.close()
+        fresh = outer()  # not started: its own frame, awaiting nothing
+        try:
+            assert [frame.name for frame in frames_of(fresh)] == ["outer"]
+        finally:
+            fresh.close()
 
     def test_the_innermost_three_are_shown(self) -> None:
         frames = [traceback.FrameSummary(f"/project/f{n}.py", n, f"f{n}") for n in range(5)]
