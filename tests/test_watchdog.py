@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -25,6 +26,7 @@ from conformkit._watchdog import (
     format_frames,
     frames_of,
     interruptible,
+    stuck_detail,
     summary,
 )
 
@@ -345,6 +347,21 @@ class TestWhere:
         finally:
             fresh.close()
 
+    def test_an_interruption_says_how_and_where(self) -> None:
+        def stuck_here() -> None:
+            raise StageStuck("it hung")
+
+        assert str(StageStuck("it hung")) == "stuck past its deadline: it hung; interrupted"
+        assert stuck_detail(StageStuck("it hung")) == "it hung; interrupted"  # nowhere known
+        with pytest.raises(StageStuck) as excinfo:
+            stuck_here()
+        detail = stuck_detail(excinfo.value)
+        assert re.fullmatch(
+            r"it hung; interrupted in stuck_here at test_watchdog\.py:\d+ ← "
+            r"test_an_interruption_says_how_and_where at test_watchdog\.py:\d+",
+            detail,
+        ), detail
+
     def test_the_innermost_three_are_shown(self) -> None:
         frames = [traceback.FrameSummary(f"/project/f{n}.py", n, f"f{n}") for n in range(5)]
         assert summary(frames) == "f4 at f4.py:4 ← f3 at f3.py:3 ← f2 at f2.py:2"
@@ -374,6 +391,26 @@ class TestInterruptible:
         assert excinfo.value.how == "it ignored its cancellation"
         assert guard.where is not None
         assert "deaf at test_watchdog.py" in guard.where
+
+    @pytest.mark.anyio
+    async def test_cancellations_within_the_grace_are_passed_on(self) -> None:
+        """Until its grace has passed, code past its deadline gets its cancellations as usual."""
+        cancelled = anyio.get_cancelled_exc_class()
+        swallowed: list[str] = []
+
+        async def slow_to_answer() -> str:
+            for _ in range(3):
+                try:
+                    await anyio.sleep(1)
+                except cancelled:
+                    swallowed.append("swallowed")
+            return "answered"
+
+        guard = Guard(0.0, 30.0)  # past its deadline from the start, with a long grace
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            answer = await interruptible(slow_to_answer(), guard)
+        assert (answer, swallowed) == ("answered", ["swallowed"] * 3)
 
     @pytest.mark.anyio
     async def test_code_before_its_deadline_is_cancelled_as_usual(self) -> None:

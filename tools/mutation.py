@@ -317,7 +317,7 @@ def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> 
         return "timeout", elapsed
     if process.returncode == 0:
         return "survived", elapsed
-    if process.returncode == 1:  # tests failed
+    if process.returncode in (1, 3):  # tests failed; or pytest failed showing a failure
         return "killed", elapsed
     tail = output.decode(errors="replace").strip().splitlines()[-1:]
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
