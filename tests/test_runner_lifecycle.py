@@ -576,6 +576,33 @@ class TestStuckStages:
             [stack] = stacks
             assert ", in shielded\n" in (stack or ""), stack
 
+    @pytest.mark.anyio
+    async def test_a_case_that_ignored_its_cancellation_then_waits_where_none_reaches(
+        self,
+    ) -> None:
+        """
+        It fails as having ignored its cancellation, interrupted in its wait: on
+        asyncio woken there past its grace, on trio as that wait ends.
+        """
+        cancelled = anyio.get_cancelled_exc_class()
+        waits: list[str] = []
+
+        async def deaf(api: Probe) -> None:
+            try:
+                await anyio.sleep(5.0)
+            except cancelled:
+                waits.append("swallowed")  # the defect under test
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(2.0)
+            waits.append("ended")
+
+        r = rig({"deaf": deaf})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        reason = report["deaf"].reason or ""
+        assert report["deaf"].status is FAILED
+        assert "; it ignored its cancellation; interrupted in deaf at " in reason, reason
+        assert waits == ["swallowed"]  # interrupted in its wait, or as it ended
+
 
 class TestReports:
     """A report names what it judged."""

@@ -22,6 +22,7 @@ from conformkit._watchdog import (
     Guard,
     StageStuck,
     Watch,
+    _watchdog,
     clock,
     format_frames,
     frames_of,
@@ -366,6 +367,22 @@ class TestWhere:
         frames = [traceback.FrameSummary(f"/project/f{n}.py", n, f"f{n}") for n in range(5)]
         assert summary(frames) == "f4 at f4.py:4 ← f3 at f3.py:3 ← f2 at f2.py:2"
         assert summary([]) == ""
+
+
+class TestRegistration:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 3])
+    async def test_a_run_leaves_no_watch_behind(self, cases: int) -> None:
+        """The watchdog lets go of a run's lanes when it ends: nothing piles up run after run."""
+        from test_runner import passing, rig
+
+        watches = _watchdog().watches
+        before = set(watches)
+        r = rig({f"c{n}": passing(f"c{n}") for n in range(cases)})
+        for _ in range(3):
+            report = await conformkit.run_contract(r.implementation, r.suite, max_concurrency=2)
+            conformkit.assert_contract(report, require_full=True)
+        assert set(watches) <= before
 
 
 class TestInterruptible:
