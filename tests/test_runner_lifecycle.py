@@ -569,12 +569,32 @@ class TestStuckStages:
         reason = report["shielded"].reason or ""
         assert report["shielded"].status is FAILED
         if anyio_backend == "asyncio":
-            assert "it waited where no cancellation reached it" in reason, reason
+            assert "; it waited where no cancellation reached it; interrupted in shielded" in (
+                reason
+            ), reason
             assert stacks == []
         else:
             assert reason.endswith("it did not answer its cancellation)"), reason
             [stack] = stacks
             assert ", in shielded\n" in (stack or ""), stack
+
+    @pytest.mark.anyio
+    async def test_the_next_case_of_the_lane_is_cancelled_as_usual(self) -> None:
+        """After a stage that had to be woken (asyncio), the next one's deadline cancels it."""
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(2.0)
+
+        async def slow(api: Probe) -> None:
+            await anyio.sleep(5.0)
+
+        r = rig({"shielded": shielded, "slow": slow})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert statuses(report) == [FAILED, FAILED]
+        reason = report["slow"].reason or ""
+        where = f"slow at test_runner_lifecycle.py:{slow.__code__.co_firstlineno + 1}"
+        assert reason.endswith(f"exceeded the {SHORT:g}s deadline (cancelled in {where})"), reason
 
     @pytest.mark.anyio
     async def test_a_case_that_ignored_its_cancellation_then_waits_where_none_reaches(
