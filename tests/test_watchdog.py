@@ -265,6 +265,48 @@ class TestWatch:
         )
         assert "in deaf" in done.stderr
 
+    def test_a_stage_that_winds_down_within_its_grace_is_not_reported(self) -> None:
+        """Interrupted, a stage has its grace again to end before the hook hears of it."""
+        done = run_python(
+            """
+            import sys, time
+            from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
+
+            reported = []
+            set_stuck_hook(lambda watch: reported.append(watch.case_id))
+            with Watch(0.4) as watch:
+                watch.frame = sys._getframe()
+                watch.case_id = "slow to stop"
+                watch.start("case", time.perf_counter() + 0.1)
+                try:
+                    while True:
+                        pass
+                except StageStuck:
+                    until = time.perf_counter() + 0.2  # winding down, within its grace
+                    while time.perf_counter() < until:
+                        pass
+                watch.stop()
+            time.sleep(0.6)  # past when a report would have come
+            print(reported)
+            """
+        )
+        assert done.stdout.splitlines() == ["[]"], done.stderr
+
+    def test_a_watch_gone_before_the_first_look_leaves_the_thread_well(self) -> None:
+        """The thread's first look may find no watch at all: it goes on quietly."""
+        done = run_python(
+            """
+            import time
+            from conformkit._watchdog import Watch
+
+            with Watch(0.1):
+                pass
+            time.sleep(0.3)
+            print("done")
+            """
+        )
+        assert (done.stdout, done.stderr) == ("done\n", "")
+
     def test_the_default_hook_says_so_when_it_has_no_stack(self) -> None:
         """A watch that knows neither frame nor coroutine: the hook says it has no stack."""
         done = run_python(
