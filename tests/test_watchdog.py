@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import traceback
 import types
 from collections.abc import Generator
@@ -425,6 +427,27 @@ class TestRegistration:
             report = await conformkit.run_contract(r.implementation, r.suite, max_concurrency=2)
             conformkit.assert_contract(report, require_full=True)
         assert set(watches) <= before
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2])
+    async def test_nor_what_it_did_to_a_stuck_stage(self, cases: int) -> None:
+        """A lane whose stage the thread interrupted is let go of as well."""
+        from test_runner import SHORT, passing, rig
+
+        async def blocks(api: object) -> None:
+            time.sleep(3 * SHORT)  # noqa: ASYNC251 - the defect under test
+
+        watchdog = _watchdog()
+        before = set(watchdog.fired)
+        r = rig({"blocks": blocks, **{f"c{n}": passing(f"c{n}") for n in range(cases - 1)}})
+        report = await conformkit.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert "sync code blocked the event loop" in (report["blocks"].reason or "")
+        assert set(watchdog.fired) <= before
+
+    def test_its_thread_is_named_in_thread_dumps(self) -> None:
+        with Watch(1.0):
+            names = [thread.name for thread in threading.enumerate()]
+        assert "conformkit watchdog" in names
 
 
 class TestInterruptible:
