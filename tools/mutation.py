@@ -108,6 +108,9 @@ TESTS: dict[str, list[str]] = {
     "_report": [
         "tests/test_report.py",
         "tests/test_runner.py",
+        "tests/test_probe.py",
+        "tests/test_recording.py",
+        "tests/cli/test_outcome.py",
         "tests/cli/test_matrix.py",
         "tests/cli/test_gates.py",
     ],
