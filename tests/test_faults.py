@@ -988,6 +988,39 @@ def owning_work(trace: Trace, label: str) -> Callable[[], Awaitable[None]]:
     return owns
 
 
+class Unnameable:
+    """A task name that cannot be made text."""
+
+    def __str__(self) -> str:
+        raise ValueError("no name")
+
+    __repr__ = __str__
+
+
+def starts_unnameable_work(trace: Trace, backend: Backend, lanes: int) -> Outcome:
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        if case_id == "first":
+            scope.start_soon(passes, trace, name=Unnameable())
+
+    cases: dict[str, Case] = {"first": passes, "second": passes}
+    return run(backend, *contract(trace, cases, create=create), timeout=None, max_concurrency=lanes)
+
+
+UNNAMEABLE = ["failed in create(): ValueError: no name"]
+
+
+@fault(FAILED_THEN_PASSED, says=UNNAMEABLE)
+def work_named_by_what_cannot_be_text_fails_its_create(trace: Trace, backend: Backend) -> Outcome:
+    return starts_unnameable_work(trace, backend, lanes=1)
+
+
+@fault(FAILED_THEN_PASSED, says=UNNAMEABLE)
+def work_named_by_what_cannot_be_text_fails_its_create_in_a_lane(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    return starts_unnameable_work(trace, backend, lanes=2)
+
+
 @fault(("passed", "passed"), extra=finished("first.work"))
 def work_the_case_ends_before_it_runs_still_starts(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:

@@ -165,6 +165,10 @@ class FeatureScope:
         :raises RuntimeError: if the scope has started closing.
         """
         self._check_open("start_soon()")
+        if name is not None:
+            # As a task group names it, and before the work is counted: a name that
+            # cannot be made text raises here, leaving nothing for the closing to wait for.
+            name = str(name)
         if self._background is None:
             self._background = _Background()
         self._background.live += 1
