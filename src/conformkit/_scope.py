@@ -162,6 +162,8 @@ class FeatureScope:
         with the cleanup failures of the scope (and so fails the case it belongs
         to).
 
+        :param name: the name of the work's task, made text (``str(name)``) as a
+            task group does; by default, the name a task group would give it.
         :raises RuntimeError: if the scope has started closing.
         """
         self._check_open("start_soon()")
