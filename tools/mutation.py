@@ -29,9 +29,9 @@ trampolines change, are marked ``frames`` and skipped there. The copies stay, so
 mutmut credits a test with a function only when the pytest process itself calls
 it: never a test whose call happens in a fresh interpreter (``SUBPROCESS_TESTS``),
 and the watchdog thread's one long call only for the test that started it. So each
-mutant that mutmut leaves alive then runs in the *wide check*: those files and the
-module's own, with the copy's mutated sources first on the path of every
-interpreter, the fresh ones included. Its verdicts are kept in the copy's
+mutant that mutmut leaves alive then runs in the *wide check*: those files (and, for
+a mutant no test reached, the module's own), with the copy's mutated sources first
+on the path of every interpreter, the fresh ones included. Its verdicts are kept in the copy's
 ``wide.json``, with the hash of the mutated function and of the selection's
 files: a mutant is checked again when its function changes, a survivor also
 when the tests do.
@@ -119,12 +119,15 @@ TESTS: dict[str, list[str]] = {
 # process itself calls it. A call in a fresh interpreter (a subprocess test) is
 # never credited, nor are the watchdog thread's calls but for the test that
 # started it. So each mutant mutmut leaves alive is run again against these
-# files, the module's own after them, with the copy's mutated sources first on
-# every interpreter's path: a fresh interpreter imports the mutant too.
+# files, with the copy's mutated sources first on every interpreter's path: a
+# fresh interpreter imports the mutant too.
 SUBPROCESS_TESTS = ["tests/test_watchdog.py", "tests/test_faults.py"]
-# Tests beyond a module's own in TESTS that reach it where mutmut cannot see: the
-# runner's stuck stages reach the watchdog's thread.
-WIDE_EXTRA: dict[str, list[str]] = {"_watchdog": ["tests/test_runner_lifecycle.py"]}
+# Tests beyond those that reach a module where mutmut cannot see: the runs of
+# these files reach the watchdog's thread, whose calls mutmut credits to the test
+# that started it.
+WIDE_EXTRA: dict[str, list[str]] = {
+    "_watchdog": ["tests/test_runner_lifecycle.py", "tests/test_runner.py"],
+}
 WIDE_FILE = "wide.json"
 TARGET = 0.95
 KILLED = {
@@ -283,8 +286,17 @@ def function_of(mutant: str) -> str:
     return mutant.rpartition("__mutmut_")[0].split(".")[-1]
 
 
-def wide_selection(module: str) -> list[str]:
-    return list(dict.fromkeys([*SUBPROCESS_TESTS, *TESTS[module], *WIDE_EXTRA.get(module, [])]))
+def wide_selection(module: str, status: str) -> list[str]:
+    """
+    The files of a mutant's wide check. mutmut ran a survivor against each
+    in-process test that called its function, so it runs against what mutmut
+    cannot see alone; a mutant no test reached (in code that runs at import, say)
+    runs against the module's own tests as well.
+    """
+    files = [*SUBPROCESS_TESTS, *WIDE_EXTRA.get(module, [])]
+    if status == "no tests":
+        files += TESTS[module]
+    return list(dict.fromkeys(files))
 
 
 def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> tuple[str, float]:
@@ -339,40 +351,47 @@ def widen(path: Path, max_children: int) -> None:
     verdicts: dict[str, list[str]] = data.get("mutants", {})
     hashes = function_hashes(path)
     known = equivalents()
-    files = wide_selection(path.stem)
-    digest = hashlib.sha256()
-    for name in files:
-        digest.update((copy / "mutants" / name).read_bytes())
-    tests = digest.hexdigest()[:12]
+    selections = {status: wide_selection(path.stem, status) for status in ("survived", "no tests")}
+    tests = {status: selection_hash(copy, files) for status, files in selections.items()}
 
-    def judged(mutant: str) -> bool:
-        status, function, *selection = verdicts.get(mutant, ["", ""])
+    def judged(mutant: str, status: str) -> bool:
+        verdict, function, *selection = verdicts.get(mutant, ["", ""])
         if function != hashes.get(function_of(mutant)):
             return False
-        return status != "survived" or selection == [tests]
+        return verdict != "survived" or selection == [tests[status]]
 
-    pending = [
-        mutant
+    left = [
+        (mutant, status)
         for mutant, status in results(path)
-        if status in ("survived", "no tests") and mutant not in known and not judged(mutant)
+        if status in selections and mutant not in known and not judged(mutant, status)
     ]
-    if not pending:
-        return
-    print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
-    status, baseline = run_wide("", copy, files, None)
-    if status != "survived":
-        sys.exit(f"the wide selection fails on the unmutated code of {path.stem}: {files}")
-    limit = 3 * baseline + 30
-    print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
+    for status, files in selections.items():
+        pending = [mutant for mutant, left_status in left if left_status == status]
+        if not pending:
+            continue
+        print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
+        verdict, baseline = run_wide("", copy, files, None)
+        if verdict != "survived":
+            sys.exit(f"the wide selection fails on the unmutated code of {path.stem}: {files}")
+        limit = 3 * baseline + 30
+        print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
 
-    def check(mutant: str) -> tuple[str, str]:
-        return mutant, run_wide(mutant, copy, files, limit)[0]
+        def check(mutant: str, files: list[str] = files, limit: float = limit) -> tuple[str, str]:
+            return mutant, run_wide(mutant, copy, files, limit)[0]
 
-    with ThreadPoolExecutor(max_workers=max_children) as pool:
-        for number, (mutant, status) in enumerate(pool.map(check, pending), 1):
-            verdicts[mutant] = [status, hashes.get(function_of(mutant), ""), tests]
-            record.write_text(json.dumps({"mutants": verdicts}, indent=1), encoding="utf-8")
-            print(f"   {number}/{len(pending)} {status:<9}{mutant}", flush=True)
+        with ThreadPoolExecutor(max_workers=max_children) as pool:
+            for number, (mutant, verdict) in enumerate(pool.map(check, pending), 1):
+                verdicts[mutant] = [verdict, hashes.get(function_of(mutant), ""), tests[status]]
+                record.write_text(json.dumps({"mutants": verdicts}, indent=1), encoding="utf-8")
+                print(f"   {number}/{len(pending)} {verdict:<9}{mutant}", flush=True)
+
+
+def selection_hash(copy: Path, files: list[str]) -> str:
+    """The selection's hash, in any order: a survivor is checked again once it changes."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update((copy / "mutants" / name).read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def function_hashes(path: Path) -> dict[str, str]:
