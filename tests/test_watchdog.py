@@ -276,7 +276,7 @@ class TestWatch:
 
             reported = []
             set_stuck_hook(lambda watch: reported.append(watch.case_id))
-            with Watch(0.4) as watch:
+            with Watch(0.8) as watch:  # a grace of 0.8 s
                 watch.frame = sys._getframe()
                 watch.case_id = "slow to stop"
                 watch.start("case", time.perf_counter() + 0.1)
@@ -284,11 +284,11 @@ class TestWatch:
                     while True:
                         pass
                 except StageStuck:
-                    until = time.perf_counter() + 0.2  # winding down, within its grace
+                    until = time.perf_counter() + 0.2  # winding down, well within its grace
                     while time.perf_counter() < until:
                         pass
                 watch.stop()
-            time.sleep(0.6)  # past when a report would have come
+            time.sleep(0.9)  # past when a report would have come
             print(reported)
             """
         )
