@@ -173,9 +173,10 @@ class TestExamples:
 
     def test_pytest_loop_passes_and_skips_the_unsupported_case(self) -> None:
         """pytest_loop.py runs every case on both backends; unsupported ones are skipped."""
-        run = run_example(
-            "-m", "pytest", "docs/examples/pytest_loop.py", "-p", "no:cacheprovider", "-v", "-rs"
-        )
+        run = run_example(  # -n 0: in one process, as a plain pytest run prints each test
+            "-m", "pytest", "docs/examples/pytest_loop.py", "-p", "no:cacheprovider", "-v", "-rs",
+            "-n", "0",
+        )  # fmt: skip
         assert run.returncode == 0, run.stdout + run.stderr
         assert "test_text_contract[asyncio-MemoryText-missing] PASSED" in run.stdout
         assert "test_text_contract[trio-AppendOnlyText-read_your_writes] PASSED" in run.stdout

@@ -242,6 +242,8 @@ timeout_constant = 10.0
     for key in keys:
         text = re.sub(rf"(?ms)^{key} = (\[.*?\]|\S+)\n", "", text, count=1)
     text = text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + narrowed, 1)
+    # mutmut runs the tests in its own process: no pytest-xdist workers.
+    text = re.sub(r',\s*"(-n|--dist)",\s*"[^"]*"', "", text)
     config.write_text(text, encoding="utf-8")
     if aside.exists():
         for result in kept:
