@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
+import threading
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,6 +29,36 @@ settings.register_profile(
 )
 if os.environ.get("CONFORMKIT_MUTATION"):  # set by tools/mutation.py
     settings.load_profile("mutation")
+
+
+MUTANT_HANG_LIMIT = 30.0
+"""
+Seconds a test may run under tools/mutation.py before it counts as hung: far above
+what any test takes, and below mutmut's own limit for a mutant, a multiple of its
+tests' total time, which a mutant that hangs its first test would wait out.
+"""
+
+if os.environ.get("CONFORMKIT_MUTATION"):
+
+    @pytest.fixture(autouse=True)
+    def hang_limit(request: pytest.FixtureRequest) -> Iterator[None]:
+        """Under a mutant, a test that hangs ends the run at once, failed (status 1)."""
+
+        def hung() -> None:
+            capture = request.config.pluginmanager.getplugin("capturemanager")
+            if capture is not None:
+                capture.suspend_global_capture(in_=True)  # so that the line is seen
+            sys.stderr.write(f"{request.node.nodeid} hung: {MUTANT_HANG_LIMIT:g}s passed\n")
+            sys.stderr.flush()
+            os._exit(1)
+
+        timer = threading.Timer(MUTANT_HANG_LIMIT, hung)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -22,7 +22,9 @@ subprocess tests, would take hours per module on two cores. A kill by those test
 a kill by the whole suite, so each score is a lower bound. A mutant may run 3 times as
 long as its tests did, plus 10 s, before it counts as a timeout (a kill): mutmut's own
 limit, 15 times plus 1 s, let a hung mutant hold a worker for minutes, and timed out
-sound ones on a loaded machine. Tests of traceback and caller frames, which mutmut's
+sound ones on a loaded machine. Within that, a test that runs 30 s ends the run as
+failed (``MUTANT_HANG_LIMIT`` in tests/conftest.py): a mutant that hangs its first
+test does not wait out the limit of all of them. Tests of traceback and caller frames, which mutmut's
 trampolines change, are marked ``frames`` and skipped there. The copies stay, so that
 ``--report`` and ``cd .mutation/_scope && mutmut show NAME`` work after the run.
 
