@@ -24,9 +24,10 @@ long as its tests did, plus 10 s, before it counts as a timeout (a kill): mutmut
 limit, 15 times plus 1 s, let a hung mutant hold a worker for minutes, and timed out
 sound ones on a loaded machine. Within that, a test that runs 30 s ends the run as
 failed (``MUTANT_HANG_LIMIT`` in tests/conftest.py): a mutant that hangs its first
-test does not wait out the limit of all of them. Tests of traceback and caller frames, which mutmut's
-trampolines change, are marked ``frames`` and skipped there. The copies stay, so that
-``--report`` and ``cd .mutation/_scope && mutmut show NAME`` work after the run.
+test does not wait out the limit of all of them. Tests of traceback and caller
+frames, which mutmut's trampolines change, are marked ``frames`` and skipped there.
+The copies stay, so that ``--report`` and ``cd .mutation/_scope && mutmut show NAME``
+work after the run.
 
 mutmut credits a test with a function only when the pytest process itself calls
 it: never a test whose call happens in a fresh interpreter (``SUBPROCESS_TESTS``),
