@@ -90,8 +90,10 @@ TESTS: dict[str, list[str]] = {
     "_suite": ["tests/test_suite.py", "tests/test_families.py", "tests/test_feature.py"],
     "_scope": [
         "tests/test_scope.py",
+        "tests/test_scope_no_deadline.py",
         "tests/test_background_task_names.py",
         "tests/test_runner.py",
+        "tests/test_runner_lifecycle.py",
     ],
     "_runner": [
         "tests/test_runner.py",
