@@ -45,28 +45,33 @@ SUITE = ck.ContractSuite(FEATURE, {"names": wait_for_the_work})
 
 
 async def name_in_a_task_group() -> str:
-    """The name unnamed work gets through open_feature, whose scope starts it in a task group."""
-    implementation, names = implementation_starting(None)
-    async with ck.open_feature(implementation, timeout=5):
-        await wait_for_the_work(names)
+    """The name a task group gives the task of ``record_name``."""
+    names: list[str] = []
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(record_name, names)
     [name] = names
     return name
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+@pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run", "open_feature"])
 async def test_unnamed_work_is_named_as_in_a_task_group(runner: str) -> None:
-    """A run of one case starts work in tasks of its own: named as a task group names them."""
+    """
+    Unnamed work is named after its function, as a task group names a task: a run
+    of one case starts it in a task of its own, a session in its task group.
+    """
     implementation, names = implementation_starting(None)
     if runner == "run_contract":
         report = await ck.run_contract(implementation, SUITE, timeout=5)
         assert report["names"].status is ck.CaseStatus.PASSED
-    else:
+    elif runner == "ContractCase.run":
         [case] = ck.contract_cases(implementation, SUITE, timeout=5)
         await case.run()
-    in_a_task_group = await name_in_a_task_group()
-    assert in_a_task_group
-    assert names == [in_a_task_group]
+    else:
+        async with ck.open_feature(implementation, timeout=5):
+            await wait_for_the_work(names)
+    assert await name_in_a_task_group() == "test_background_task_names.record_name"
+    assert names == ["test_background_task_names.record_name"]
 
 
 @pytest.mark.anyio

@@ -162,14 +162,19 @@ class FeatureScope:
         with the cleanup failures of the scope (and so fails the case it belongs
         to).
 
-        :param name: the name of the work's task, made text (``str(name)``) as a
-            task group does; by default, the name a task group would give it.
+        :param name: the name of the work's task, made text (``str(name)``); by
+            default, the name a task group gives the task of ``function``: its
+            module and qualified name.
         :raises RuntimeError: if the scope has started closing.
         """
         self._check_open("start_soon()")
-        if name is not None:
-            # As a task group names it, and before the work is counted: a name that
-            # cannot be made text raises here, leaving nothing for the closing to wait for.
+        # Named before the work is counted: a name that cannot be made text raises
+        # here, leaving nothing for the closing to wait for.
+        if name is None:  # as a task group names the task of `function`
+            module = getattr(function, "__module__", None)
+            qualname = getattr(function, "__qualname__", None)
+            name = ".".join(str(part) for part in (module, qualname) if part)
+        else:
             name = str(name)
         if self._background is None:
             self._background = _Background()
@@ -542,14 +547,10 @@ class OwnTasks:
         # asyncio keeps only weak references to its tasks: held here until each ends.
         self.running: set[Any] = set()
 
-    def start_soon(
-        self, function: Callable[..., Awaitable[Any]], *args: Any, name: object = None
-    ) -> None:
-        if name is None:  # as a task group names it
-            name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}"
+    def start_soon(self, function: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
         asyncio = sys.modules.get("asyncio")
         if asyncio is not None and asyncio._get_running_loop() is not None:
-            task = asyncio.create_task(function(*args), name=str(name))
+            task = asyncio.create_task(function(*args), name=name)
             self.running.add(task)
             task.add_done_callback(self.running.discard)
             return
