@@ -108,6 +108,9 @@ TESTS: dict[str, list[str]] = {
         "tests/test_background_task_names.py",
         "tests/test_lifecycle_properties.py",
         "tests/test_families.py",
+        "tests/test_implementation.py",
+        "tests/test_scope_no_deadline.py",
+        "tests/test_reason_forms.py",
     ],
     "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
     "_report": [
