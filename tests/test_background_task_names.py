@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from functools import partial
+from typing import cast
 
 import anyio
 import anyio.lowlevel
@@ -72,6 +75,39 @@ async def test_unnamed_work_is_named_as_in_a_task_group(runner: str) -> None:
             await wait_for_the_work(names)
     assert await name_in_a_task_group() == "test_background_task_names.record_name"
     assert names == ["test_background_task_names.record_name"]
+
+
+class Recorder:
+    """Background work that is an object, not a function."""
+
+    async def __call__(self, names: list[str]) -> None:
+        names.append(current_task_name())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("work", "expected"),
+    [
+        (partial(record_name), "test_background_task_names.record_name"),
+        (partial(partial(record_name)), "test_background_task_names.record_name"),
+        (Recorder(), "test_background_task_names.Recorder"),
+    ],
+    ids=["partial", "partial of a partial", "object"],
+)
+async def test_unnamed_work_is_named_after_what_it_runs(work: object, expected: str) -> None:
+    """A partial is named after the function it wraps; an object after its class."""
+    names: list[str] = []
+    feature = ck.Feature[list[str]]("test.task_names_of", cases=("names",))
+
+    def create(scope: ck.FeatureScope) -> list[str]:
+        scope.start_soon(cast(Callable[[list[str]], Awaitable[None]], work), names)
+        return names
+
+    implementation = feature.implementation(create, name="Starting")
+    suite = ck.ContractSuite(feature, {"names": wait_for_the_work})
+    report = await ck.run_contract(implementation, suite, timeout=5)
+    assert report["names"].status is ck.CaseStatus.PASSED
+    assert names == [expected]
 
 
 @pytest.mark.anyio

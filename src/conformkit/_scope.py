@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import math
 import sys
@@ -163,19 +164,15 @@ class FeatureScope:
         to).
 
         :param name: the name of the work's task, made text (``str(name)``); by
-            default, the name a task group gives the task of ``function``: its
-            module and qualified name.
+            default, ``function``'s module and qualified name, as a task group
+            names a task (a ``functools.partial`` is named after the function it
+            wraps, an object after its class).
         :raises RuntimeError: if the scope has started closing.
         """
         self._check_open("start_soon()")
         # Named before the work is counted: a name that cannot be made text raises
         # here, leaving nothing for the closing to wait for.
-        if name is None:  # as a task group names the task of `function`
-            module = getattr(function, "__module__", None)
-            qualname = getattr(function, "__qualname__", None)
-            name = ".".join(str(part) for part in (module, qualname) if part)
-        else:
-            name = str(name)
+        name = _task_name(function) if name is None else str(name)
         if self._background is None:
             self._background = _Background()
         self._background.live += 1
@@ -572,6 +569,15 @@ _within: ContextVar[tuple[FeatureScope, str] | None] = ContextVar(
     "conformkit_within_scope", default=None
 )
 """The scope whose async cleanup or background work is running in this context, and which."""
+
+
+def _task_name(function: object) -> str:
+    """The default name of background work's task: what ``function`` runs, qualified."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    module = getattr(function, "__module__", None)
+    qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return ".".join(str(part) for part in (module, qualname) if part)
 
 
 def _deadline(timeout: float | None) -> float:
