@@ -972,6 +972,59 @@ def keyboard_interrupt_in_an_open_feature_cleanup(trace: Trace, backend: Backend
     session(trace, backend, calm, create)
 
 
+@fault(propagates="KeyboardInterrupt", extra=finished("second dispose"), on=["trio"])
+def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: Backend) -> None:
+    """
+    On trio, Ctrl-C reaches the task that waits for a session's background work:
+    the cleanups still run, and a second dispose() waiting for the first is let go.
+    """
+    joining: list[anyio.Event] = []
+    released: list[anyio.Event] = []
+
+    async def stubborn() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:  # cancelled: it holds the join until a cleanup lets it go
+            joining[0].set()
+            with anyio.CancelScope(shield=True):
+                await released[0].wait()
+
+    def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+        joining.append(anyio.Event())
+        released.append(anyio.Event())
+        trace.defer(scope, "session.release", released[0].set)
+        scope.start_soon(stubborn)
+
+    implementation, _ = contract(trace, {"session": passes}, create=create)
+
+    async def use() -> None:
+        async with ck.open_feature(implementation) as session:
+
+            async def second() -> None:
+                await joining[0].wait()
+                try:
+                    await session.dispose()
+                finally:
+                    trace.add("finished second dispose")
+
+            async def press() -> None:
+                await joining[0].wait()
+                await anyio.wait_all_tasks_blocked()  # the second dispose waits on the first
+                # Ctrl-C from within trio's own run loop, as when it arrives while every
+                # task waits: trio delivers it to its main task, not to the code running.
+                token = trio.lowlevel.current_trio_token()
+                token.run_sync_soon(signal.raise_signal, signal.SIGINT)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(second)
+                nursery.start_soon(press)
+                await session.dispose()
+
+    import trio  # the main task of trio.run is the one Ctrl-C reaches; anyio.run's is not
+
+    trio.run(use)
+
+
 # Background work always starts, as in a task group, and sees the cancellation at once.
 
 

@@ -300,7 +300,13 @@ class FeatureScope:
             if self._closing is not None:
                 self._closing.set()
             if self._background is not None:
-                await self._join_background(self._background, errors)
+                try:
+                    await self._join_background(self._background, errors)
+                except BaseException as exc:
+                    # An interrupt while waiting for the work (Ctrl-C, on trio): the
+                    # cleanups run all the same, and it propagates after them, as an
+                    # interrupt in a cleanup does.
+                    errors.append(exc)
             pending = self._clean_up(errors, clock() if self._timeout is not None else None)
         except BaseException:
             self._state = _CLOSED
