@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import anyio
 import anyio.lowlevel
 import pytest
@@ -68,3 +70,26 @@ async def test_open_feature_without_deadline_runs_every_cleanup_once() -> None:
             events.append("body")
     assert events == ["body", "last", "failing", "async", "first"]
     assert list(caught.value.exceptions) == raised
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0], ids=["no deadline", "a deadline"])
+async def test_what_a_sync_cleanup_returns_is_not_awaited(timeout: float | None) -> None:
+    """A cleanup that returns a value (``dict.pop``, a count...) has simply ended."""
+    store = {"key": "value"}
+    scopes: list[ck.FeatureScope] = []
+    the_feature = ck.Feature[list[str]]("test.scope_returns", cases=("only",))
+
+    def create(scope: ck.FeatureScope) -> list[str]:
+        scopes.append(scope)
+        scope.defer(lambda: 42)
+        scope.defer(partial(store.pop, "key"))
+        return []
+
+    implementation = the_feature.implementation(create, name="Returning")
+    suite = ck.ContractSuite(the_feature, {"only": lambda api: None})
+    report = await ck.run_contract(implementation, suite, timeout=timeout)
+
+    assert report["only"].status is ck.CaseStatus.PASSED, report["only"].reason
+    assert store == {}
+    [scope] = scopes
+    assert "closed>" in repr(scope)  # and the case's scope is closed, as a run leaves it

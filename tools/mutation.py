@@ -300,11 +300,12 @@ def wide_selection(module: str, status: str) -> list[str]:
     """
     The files of a mutant's wide check. mutmut ran a survivor against each
     in-process test that called its function, so it runs against what mutmut
-    cannot see alone; a mutant no test reached (in code that runs at import, say)
+    cannot see alone. A mutant no test reached, or one of an ``__init__`` (which
+    may run at import, before mutmut turns the mutant on: a module's singleton),
     runs against the module's own tests as well.
     """
     files = [*SUBPROCESS_TESTS, *WIDE_EXTRA.get(module, [])]
-    if status == "no tests":
+    if status in ("no tests", "at import"):
         files += TESTS[module]
     return list(dict.fromkeys(files))
 
@@ -361,7 +362,8 @@ def widen(path: Path, max_children: int) -> None:
     verdicts: dict[str, list[str]] = data.get("mutants", {})
     hashes = function_hashes(path)
     known = equivalents()
-    selections = {status: wide_selection(path.stem, status) for status in ("survived", "no tests")}
+    kinds = ("survived", "no tests", "at import")
+    selections = {kind: wide_selection(path.stem, kind) for kind in kinds}
     tests = {status: selection_hash(copy, files) for status, files in selections.items()}
 
     def judged(mutant: str, status: str) -> bool:
@@ -370,10 +372,15 @@ def widen(path: Path, max_children: int) -> None:
             return False
         return verdict != "survived" or selection == [tests[status]]
 
+    def kind(mutant: str, status: str) -> str:
+        return "at import" if function_of(mutant).endswith("ǁ__init__") else status
+
     left = [
-        (mutant, status)
+        (mutant, kind(mutant, status))
         for mutant, status in results(path)
-        if status in selections and mutant not in known and not judged(mutant, status)
+        if status in ("survived", "no tests")
+        and mutant not in known
+        and not judged(mutant, kind(mutant, status))
     ]
     for status, files in selections.items():
         pending = [mutant for mutant, left_status in left if left_status == status]
