@@ -1012,17 +1012,17 @@ def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: 
                 await anyio.wait_all_tasks_blocked()  # the second dispose waits on the first
                 # Ctrl-C from within trio's own run loop, as when it arrives while every
                 # task waits: trio delivers it to its main task, not to the code running.
+                import trio  # the scenario runs on trio alone
+
                 token = trio.lowlevel.current_trio_token()
                 token.run_sync_soon(signal.raise_signal, signal.SIGINT)
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(second)
-                nursery.start_soon(press)
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(second)
+                task_group.start_soon(press)
                 await session.dispose()
 
-    import trio  # the main task of trio.run is the one Ctrl-C reaches; anyio.run's is not
-
-    trio.run(use)
+    anyio.run(use, backend=backend)
 
 
 # Background work always starts, as in a task group, and sees the cancellation at once.

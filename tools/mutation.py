@@ -33,11 +33,12 @@ mutmut credits a test with a function only when the pytest process itself calls
 it: never a test whose call happens in a fresh interpreter (``SUBPROCESS_TESTS``),
 and the watchdog thread's one long call only for the test that started it. So each
 mutant that mutmut leaves alive then runs in the *wide check*: those files (and, for
-a mutant no test reached, the module's own), with the copy's mutated sources first
-on the path of every interpreter, the fresh ones included. Its verdicts are kept in the copy's
-``wide.json``, with the hash of the mutated function and of the selection's
-files: a mutant is checked again when its function changes, a survivor also
-when the tests do.
+a mutant no test reached or one of an ``__init__``, which may run at import, the
+module's own), with the copy's mutated sources first on the path of every
+interpreter, the fresh ones included. A kill counts once the mutant fails again,
+run alone. Its verdicts are kept in the copy's ``wide.json``, with the hash of the
+mutated function and of the selection's files: a mutant is checked again when its
+function changes, a survivor also when the tests do.
 
 ``--resume`` keeps a module's results and brings the copy up to date with the
 working tree: mutmut runs only the mutants not yet checked and those of the
@@ -351,10 +352,11 @@ def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> 
 
 def widen(path: Path, max_children: int) -> None:
     """
-    Run each mutant that mutmut left alive (and no equivalent lists) against the
-    wide selection; keep the verdicts in the copy's ``wide.json``, with the mutated
-    function's hash and the selection's: a later run checks again the mutants of
-    changed functions, and the survivors once the tests changed.
+    Run each mutant that mutmut left alive (and no equivalent lists) against its
+    wide selection, each kill again alone; keep the verdicts in the copy's
+    ``wide.json``, with the mutated function's hash and the selection's: a later
+    run checks again the mutants of changed functions, and the survivors once the
+    tests changed.
     """
     copy = scratch(path)
     record = copy / WIDE_FILE
@@ -372,16 +374,13 @@ def widen(path: Path, max_children: int) -> None:
             return False
         return verdict != "survived" or selection == [tests[status]]
 
-    def kind(mutant: str, status: str) -> str:
-        return "at import" if function_of(mutant).endswith("ǁ__init__") else status
-
-    left = [
-        (mutant, kind(mutant, status))
-        for mutant, status in results(path)
-        if status in ("survived", "no tests")
-        and mutant not in known
-        and not judged(mutant, kind(mutant, status))
-    ]
+    left: list[tuple[str, str]] = []
+    for mutant, status in results(path):
+        if status not in ("survived", "no tests") or mutant in known:
+            continue
+        kind = "at import" if function_of(mutant).endswith("ǁ__init__") else status
+        if not judged(mutant, kind):
+            left.append((mutant, kind))
     for status, files in selections.items():
         pending = [mutant for mutant, left_status in left if left_status == status]
         if not pending:
