@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
@@ -674,6 +675,31 @@ def contract_case_run_of_a_case_waiting_shielded_forever(trace: Trace, backend: 
     implementation, suite = contract(trace, {"first": shielded})
     [case] = ck.contract_cases(implementation, suite, timeout=TINY)
     case.run_sync(backend=backend)  # type: ignore[arg-type]
+
+
+@fault(
+    propagates="TimeoutError", says=["it waited where no cancellation reached it"], on=["asyncio"]
+)
+def contract_case_run_awaited_through_a_generator_of_a_case_waiting_shielded_forever(
+    trace: Trace, backend: Backend
+) -> None:
+    """The task is found through a generator-based coroutine that awaits run()."""
+
+    async def shielded(api: Trace) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(60)
+
+    implementation, suite = contract(trace, {"first": shielded})
+    [case] = ck.contract_cases(implementation, suite, timeout=TINY)
+
+    @types.coroutine
+    def through_a_generator(awaitable: Any) -> Generator[Any, Any, None]:
+        yield from awaitable
+
+    async def test() -> None:
+        await through_a_generator(case.run())
+
+    anyio.run(test, backend=backend)
 
 
 # Reasons that say what happened.

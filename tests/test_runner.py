@@ -129,6 +129,36 @@ async def hang(api: Probe) -> None:
     await anyio.sleep_forever()
 
 
+def event_loop() -> str:
+    """The event loop running the caller: ``asyncio`` or ``trio``."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return "trio"
+    return "asyncio"
+
+
+def failing_with_a_local(api: Probe) -> Awaitable[None]:
+    """A case that fails holding the local ``kept``, for the frames of its traceback."""
+
+    async def fails() -> None:
+        kept = f"case on {api.number}"
+        raise AssertionError(kept)
+
+    return fails()
+
+
+def kept_locals(error: BaseException) -> list[object]:
+    """The ``kept`` local of each frame of ``error``'s traceback that has one."""
+    return [
+        frame.f_locals["kept"]
+        for frame, _ in traceback.walk_tb(error.__traceback__)
+        if "kept" in frame.f_locals
+    ]
+
+
 def statuses(report: ck.ContractReport) -> list[ck.CaseStatus]:
     return [result.status for result in report.results]
 
@@ -1525,6 +1555,26 @@ class TestDefinitionChecks:
             case.run_sync(backend="curio")  # type: ignore[arg-type]
         assert r.log == []
 
+    def test_backend_trio_without_trio_says_how_to_install_it(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without trio, backend='trio' is a ModuleNotFoundError naming trio and its extra,
+        raised before anything runs; backend='asyncio' runs as before."""
+        r = rig({"a": passing("a")})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        monkeypatch.setitem(sys.modules, "trio", None)  # trio cannot be imported
+        message = r"^backend 'trio' needs trio installed: pip install 'conformkit\[trio\]'$"
+        with pytest.raises(ModuleNotFoundError, match=message) as raised:
+            ck.run_contract_sync(r.implementation, r.suite, backend="trio")
+        assert raised.value.name == "trio"
+        with pytest.raises(ModuleNotFoundError, match=message):
+            case.run_sync(backend="trio")
+        assert r.log == []
+        assert statuses(ck.run_contract_sync(r.implementation, r.suite, backend="asyncio")) == [
+            PASSED
+        ]
+        case.run_sync(backend="asyncio")
+
     @pytest.mark.parametrize("backend", BACKENDS)
     def test_run_contract_sync_checks_definitions_first(self, backend: Backend) -> None:
         """run_contract_sync raises ContractDefinitionError before running anything."""
@@ -1549,6 +1599,34 @@ class TestContractCases:
         again = ck.contract_cases(r.implementation, r.suite)
         assert [case.id for case in again] == list(names)
         assert r.log == []  # building the cases runs nothing
+
+    def test_a_case_names_its_feature_and_implementation(self) -> None:
+        """Its attributes and its repr name the case, the implementation and the feature."""
+        r = rig({"a": passing("a")})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        name = type(r.implementation).__qualname__
+        assert (case.id, case.feature_id, case.implementation) == ("a", FEATURE_ID, name)
+        assert repr(case) == f"<ContractCase 'a' of {name} ({FEATURE_ID!r})>"
+
+    @pytest.mark.parametrize("backend", [*BACKENDS, None])
+    def test_a_failure_is_raised_with_its_frames_live(self, backend: Backend | None) -> None:
+        """The error run_sync() raises keeps the case's frames, locals and all, for a
+        debugger or pytest; run_sync() runs on asyncio by default."""
+        loops: list[str] = []
+
+        def fails(api: Probe) -> Awaitable[None]:
+            loops.append(event_loop())
+            return failing_with_a_local(api)
+
+        r = rig({"fails": fails})
+        [case] = ck.contract_cases(r.implementation, r.suite)
+        run = (
+            case.run_sync if backend is None else functools.partial(case.run_sync, backend=backend)
+        )
+        with pytest.raises(AssertionError) as excinfo:
+            run()
+        assert loops == [backend or "asyncio"]
+        assert kept_locals(excinfo.value) == ["case on 0"]
 
     @pytest.mark.anyio
     async def test_a_passing_case_runs_once_and_returns(self) -> None:
@@ -1633,6 +1711,10 @@ class TestContractCases:
         with pytest.raises(ExceptionGroup) as excinfo:
             await case.run()
         assert excinfo.value.exceptions == (boom,)
+        # Its message is the reason a report gives.
+        report = await ck.run_contract(r.implementation, r.suite)
+        assert excinfo.value.message == report["a"].reason
+        assert excinfo.value.message == "case 'a' failed in cleanup: OSError: socket still bound"
 
     @pytest.mark.anyio
     async def test_an_overrun_raises_timeout_error(self) -> None:
@@ -1856,6 +1938,79 @@ class TestRunContractSync:
             (result.case_id, result.reason) for result in async_report.results
         ]
         assert sync_rig.log == async_rig.log
+
+    @pytest.mark.parametrize("backend", [*BACKENDS, None])
+    def test_it_runs_on_the_backend_asked_for(self, backend: Backend | None) -> None:
+        """The cases run on the backend named; asyncio by default."""
+
+        async def where(api: Probe) -> None:
+            api.log.append(event_loop())
+
+        r = rig({"where": where})
+        if backend is None:
+            report = ck.run_contract_sync(r.implementation, r.suite)
+        else:
+            report = ck.run_contract_sync(r.implementation, r.suite, backend=backend)
+        assert statuses(report) == [PASSED]
+        assert r.log == ["create 0", backend or "asyncio", "cleanup 0"]
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_its_timeout_bounds_the_stages(self, backend: Backend) -> None:
+        """A case that never ends fails at the deadline given, not the declared one."""
+        r = rig({"hangs": hang})
+        report = ck.run_contract_sync(r.implementation, r.suite, backend=backend, timeout=TINY)
+        assert statuses(report) == [FAILED]
+        assert f"stage 'case' exceeded the {TINY:g}s deadline" in (report["hangs"].reason or "")
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_its_max_concurrency_runs_cases_side_by_side(self, backend: Backend) -> None:
+        """Two cases that each wait for the other pass only when both run at once."""
+        gate = Gate(2)
+
+        async def meets(api: Probe) -> None:
+            await gate.wait()
+
+        r = rig({"one": meets, "two": meets})
+        report = ck.run_contract_sync(
+            r.implementation, r.suite, backend=backend, timeout=5.0, max_concurrency=2
+        )
+        assert statuses(report) == [PASSED, PASSED]
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_keep_tracebacks_keeps_the_frames(self, backend: Backend) -> None:
+        """keep_tracebacks=True keeps the failure's frames; by default they are let go."""
+        reports = [
+            ck.run_contract_sync(r.implementation, r.suite, backend=backend, **options)
+            for r, options in (
+                (rig({"fails": failing_with_a_local}), {}),
+                (rig({"fails": failing_with_a_local}), {"keep_tracebacks": True}),
+            )
+        ]
+        released, kept = (report["fails"].error for report in reports)
+        assert released is not None
+        assert kept is not None
+        assert released.__traceback__ is None
+        assert kept_locals(kept) == ["case on 0"]
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_check_isolation_reaches_the_run(self, backend: Backend) -> None:
+        """check_isolation=True fails a create that returns one object for every scope."""
+        shared_feature = ck.Feature[object]("test.shared", cases=("a",))
+        shared = object()
+
+        class Shared(ck.FeatureImplementation[object]):
+            feature = shared_feature
+            coverage = shared_feature.coverage()
+
+            async def create(self, scope: ck.FeatureScope) -> object:
+                return shared
+
+        suite = ck.ContractSuite(shared_feature, {"a": lambda api: None})
+        unchecked = ck.run_contract_sync(Shared(), suite, backend=backend)
+        checked = ck.run_contract_sync(Shared(), suite, backend=backend, check_isolation=True)
+        assert statuses(unchecked) == [PASSED]
+        assert statuses(checked) == [FAILED]
+        assert "TypeError: isolation broken" in (checked["a"].reason or "")
 
     @pytest.mark.anyio
     async def test_run_contract_reports_the_mixed_statuses(self) -> None:

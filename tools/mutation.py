@@ -112,6 +112,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_implementation.py",
         "tests/test_scope_no_deadline.py",
         "tests/test_reason_forms.py",
+        "tests/test_case_tracebacks.py",
     ],
     "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
     "_report": [

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._recording import CallRecorder
+    from ._scope import _Background
 else:
     # The C module under `signal`: its functions take a tenth of the time of
     # `signal`'s, which wrap every handler and number in an enum, and a run
@@ -216,8 +217,7 @@ class _Late(Exception):
     """A stage returned after its deadline; ``ran`` is how long it took."""
 
     def __init__(self, ran: float) -> None:
-        super().__init__(ran)
-        self.ran = ran
+        self.ran = ran  # never shown: the stage's TimeoutError replaces it
 
 
 _OVERRUNS: Final = (_Late, StageStuck)
@@ -323,13 +323,10 @@ class RunPlan(Generic[API]):
         self.functions: dict[str, Any] = suite._cases
         self.members = planned.members
 
-    def function(self, case_id: str) -> CaseFunction[API]:
-        """The function that runs a case: the suite's own, or a family's bound to its member."""
-        member = self.members.get(case_id)
-        if member is None:
-            return cast("CaseFunction[API]", self.functions[case_id])
-        family, param = member
-        return _bind(cast("FamilyFunction[API]", self.functions[family]), param)
+    def member_function(self, case_id: str) -> CaseFunction[API]:
+        """The function that runs a family member's case: the family's, bound to its parameter."""
+        family, param = self.members[case_id]
+        return _bind(self.functions[family], param)
 
     async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> Execution[API]:
         """Run the cases; the execution holds their results and what else was seen."""
@@ -365,7 +362,7 @@ class Execution(Generic[API]):
         self.called: set[str] = set()  # API operations the cases called, when recording
         # Scopes whose background work outlived its join: its later failures go
         # into the report.
-        self.stragglers: list[FeatureScope] = []
+        self.stragglers: list[_Background] = []
         # The lane that Ctrl-C stops, in a run of one case; else the task group's scope.
         self.stopper: _Lane | None = None
         self.scope_type: type[anyio.CancelScope] | None = None  # see _cancel_scope()
@@ -376,12 +373,7 @@ class Execution(Generic[API]):
 
     def late_errors(self) -> list[BaseException]:
         """Failures of background work that ended after its case was judged."""
-        return [
-            exc
-            for scope in self.stragglers
-            if scope._background is not None
-            for exc in scope._background.late
-        ]
+        return [exc for background in self.stragglers for exc in background.late]
 
     def report(self) -> ContractReport:
         """
@@ -659,7 +651,9 @@ class Execution(Generic[API]):
                     self._unsupported(index, case_id)
                     continue
                 declared = marker.reason
-            function = functions[case_id] if case_id not in members else plan.function(case_id)
+            function = (
+                functions[case_id] if case_id not in members else plan.member_function(case_id)
+            )
             scope = FeatureScope(spawner, feature_id, case_id, timeout, watch)
             error: BaseException | None = None
             recorder: CallRecorder | None = None
@@ -742,8 +736,9 @@ class Execution(Generic[API]):
             spent = overran is not None
             if scope._awaited:
                 # Closing awaited: it joined background work or ran async cleanups.
-                if scope._background is not None and scope._background.outlived:
-                    self.stragglers.append(scope)
+                background = scope._background
+                if background is not None and background.outlived:
+                    self.stragglers.append(background)
                 if overran is None:
                     # The cleanups ran shielded. An outside cancellation that
                     # arrived meanwhile is honoured now, unless the lane's own
@@ -836,15 +831,14 @@ def _found_unsupported(error: BaseException | None) -> bool:
     return skip is not None and type(error) is skip.CaseUnsupported and bool(str(error).strip())
 
 
-async def _outlast(stragglers: list[FeatureScope]) -> None:
+async def _outlast(stragglers: list[_Background]) -> None:
     """
     Wait, as a task group would, for background work that outlived its join,
     in a run of one case: its scope cancelled it, and interrupted it.
     """
     with anyio.CancelScope(shield=True):
-        for scope in stragglers:
-            background = scope._background
-            if background is not None and background.done is not None:
+        for background in stragglers:
+            if background.done is not None:  # made by the join that gave up on it
                 await background.done.wait()
 
 
