@@ -949,12 +949,23 @@ class AsyncStore:
         return len(self.values)
 
 
+class Courier:
+    """Not the API: a dropped coroutine of its method is named after the class."""
+
+    async def fetch(self) -> None:
+        await anyio.lowlevel.checkpoint()
+
+
+async def courier_errand() -> None:
+    await anyio.lowlevel.checkpoint()
+
+
 class TestUnawaitedCoroutines:
     """A sync case that drops a coroutine of the API fails, naming the call."""
 
     @staticmethod
     def store_rig(
-        case: Callable[[AsyncStore], None],
+        case: Callable[[AsyncStore], None], store: type[AsyncStore] = AsyncStore
     ) -> tuple[ck.FeatureImplementation[AsyncStore], ck.ContractSuite[AsyncStore]]:
         the_feature = ck.Feature[AsyncStore]("test.runner.unawaited", cases=("writes", "after"))
 
@@ -963,7 +974,7 @@ class TestUnawaitedCoroutines:
             coverage = the_feature.coverage()
 
             def create(self, scope: ck.FeatureScope) -> AsyncStore:
-                return AsyncStore()
+                return store()
 
         async def after(api: AsyncStore) -> None:
             await api.write("k", "v")
@@ -981,6 +992,36 @@ class TestUnawaitedCoroutines:
         report = await ck.run_contract(*self.store_rig(writes), reject_vacuous=reject_vacuous)
         assert statuses(report) == [FAILED, PASSED]
         assert "RuntimeWarning: coroutine api.write() was never awaited" in (
+            report["writes"].reason or ""
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("drop", "named"),
+        [
+            (lambda api: api.clear(), "api.clear()"),
+            (lambda api: api.write("k", "v"), "api.write()"),
+            (lambda api: Courier().fetch(), "Courier.fetch()"),
+            (lambda api: courier_errand(), "courier_errand()"),
+        ],
+        ids=["own method", "inherited method", "another class's", "a function's"],
+    )
+    async def test_a_dropped_coroutine_is_named_after_whose_it_is(
+        self, drop: Callable[[Any], object], named: str
+    ) -> None:
+        """A method of the API, its own or inherited, is ``api.NAME()``, even when the API's
+        class is local; any other coroutine is its qualified name."""
+
+        class LocalStore(AsyncStore):
+            async def clear(self) -> None:
+                self.values.clear()
+
+        def drops(api: AsyncStore) -> None:
+            drop(api)  # the defect under test
+
+        report = await ck.run_contract(*self.store_rig(drops, LocalStore))
+        assert statuses(report) == [FAILED, PASSED]
+        assert f"RuntimeWarning: coroutine {named} was never awaited" in (
             report["writes"].reason or ""
         )
 
