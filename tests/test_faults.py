@@ -875,15 +875,19 @@ def finished_slowly(trace: Trace, label: str) -> Callable[[], Awaitable[None]]:
     return slowly
 
 
-def finished(*labels: str) -> Callable[[Outcome], None]:
+def finished(*labels: str, never_started: Sequence[str] = ()) -> Callable[[Outcome], None]:
+    """Each labelled cleanup's action finished; the cases ``never_started`` were never created."""
+
     def check(outcome: Outcome) -> None:
         for label in labels:
             assert f"finished {label}" in outcome["events"]
+        for case_id in never_started:
+            assert not [event for event in outcome["events"] if f" {case_id}." in event]
 
     return check
 
 
-@fault(propagates="KeyboardInterrupt", extra=finished("first.slow"))
+@fault(propagates="KeyboardInterrupt", extra=finished("first.slow", never_started=["second"]))
 def ctrl_c_during_a_case(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         trace.defer(
@@ -926,7 +930,10 @@ def ctrl_c_during_an_async_cleanup(trace: Trace, backend: Backend) -> Outcome:
     return run(backend, *contract(trace, cases, create=create), timeout=5)
 
 
-@fault(propagates="KeyboardInterrupt", extra=finished("one.slow", "two.slow", "three.slow"))
+@fault(
+    propagates="KeyboardInterrupt",
+    extra=finished("one.slow", "two.slow", "three.slow", never_started=["four"]),
+)
 def ctrl_c_with_cases_in_flight(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         trace.defer(
