@@ -606,4 +606,8 @@ class TestCommandLine:
         [entry] = report["reports"]
         statuses = {result["case_id"]: result["status"] for result in entry["results"]}
         assert statuses == {"first": "passed", "stuck": "failed"}
+        assert entry["results"][1]["reason"] == (
+            "feature 'test.cli.stuck', case 'stuck': stage 'case' exceeded the 0.1s deadline "
+            "and is stuck: it could not be interrupted, and the run was stopped"
+        )
         assert report["verdict"] == "fails"
