@@ -606,8 +606,13 @@ class TestCommandLine:
         [entry] = report["reports"]
         statuses = {result["case_id"]: result["status"] for result in entry["results"]}
         assert statuses == {"first": "passed", "stuck": "failed"}
-        assert entry["results"][1]["reason"] == (
+        reason = (
             "feature 'test.cli.stuck', case 'stuck': stage 'case' exceeded the 0.1s deadline "
             "and is stuck: it could not be interrupted, and the run was stopped"
         )
+        stuck = entry["results"][1]
+        assert stuck["reason"] == reason
+        assert (stuck["error"]["type"], stuck["error"]["message"]) == ("TimeoutError", reason)
+        assert "where it was stuck:" in stuck["error"]["traceback"]
+        assert "in stuck" in stuck["error"]["traceback"]
         assert report["verdict"] == "fails"
