@@ -616,3 +616,76 @@ class TestCommandLine:
         assert "where it was stuck:" in stuck["error"]["traceback"]
         assert "in stuck" in stuck["error"]["traceback"]
         assert report["verdict"] == "fails"
+
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_a_stopped_run_keeps_the_late_failures_of_background_work(
+        self, tmp_path: Path, backend: str
+    ) -> None:
+        """Work that outlived its case and failed afterwards is in the report written."""
+        (tmp_path / "late_contract.py").write_text(LATE_CONTRACT, encoding="utf-8")
+        done = run_python(
+            "import sys; from conformkit.cli import main; sys.exit(main(sys.argv[1:]))",
+            "run", "late_contract.py", "--backend", backend, "--timeout", "0.1",
+            "--format", "json", "--output", "report.json", "-q",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "is stuck in stage 'case'" in done.stderr
+        report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+        [entry] = report["reports"]
+        assert [result["case_id"] for result in entry["results"]] == ["first", "stuck"]
+        assert [(error["type"], error["message"]) for error in entry["cleanup_errors"]] == [
+            ("ValueError", "failed after its case")
+        ]
+
+
+# The first case's background work ignores its cancellation and outlives its
+# join; it fails once the second case, which swallows every cancellation and
+# interruption, is stuck.
+LATE_CONTRACT = """
+import anyio
+
+import conformkit as ck
+
+late_feature = ck.Feature[object]("test.cli.late", cases=("first", "stuck"))
+suite = ck.ContractSuite(late_feature)
+stuck_started = False
+
+
+async def stubborn() -> None:
+    while not stuck_started:
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.01)
+        except BaseException:
+            pass  # its interruption too
+    raise ValueError("failed after its case")
+
+
+@suite.case
+async def first(api: object) -> None:
+    pass
+
+
+@suite.case
+async def stuck(api: object) -> None:
+    global stuck_started
+    stuck_started = True
+    while True:
+        try:
+            await anyio.sleep(0.01)
+        except BaseException:
+            pass
+
+
+class Late(ck.FeatureImplementation[object]):
+    feature = late_feature
+    coverage = late_feature.coverage()
+    created = 0
+
+    def create(self, scope: ck.FeatureScope) -> object:
+        if Late.created == 0:
+            scope.start_soon(stubborn)
+        Late.created += 1
+        return object()
+"""
