@@ -1362,6 +1362,25 @@ class TestStrayCancellation:
         with pytest.raises(RuntimeError, match="lost the result of case\\(s\\) 'two'"):
             execution.report()
 
+    @pytest.mark.anyio
+    async def test_a_case_stopped_by_ctrl_c_is_not_judged(self) -> None:
+        """Ctrl-C (Execution.stop, which the run's SIGINT handler calls) in a run of one case
+        under a deadline: the case is cancelled and cleaned up, never judged as overrunning
+        its deadline, and KeyboardInterrupt propagates."""
+        from conformkit._runner import Execution, RunPlan
+
+        async def stopped(api: Probe) -> None:
+            execution.stop()
+            await anyio.sleep_forever()
+
+        r = rig({"stopped": stopped})
+        plan = RunPlan(r.implementation, r.suite, 600.0)
+        execution = Execution(plan, plan.case_ids)
+        with pytest.raises(KeyboardInterrupt):
+            await execution.run(1)
+        assert execution.finished() == []
+        assert r.log == ["create 0", "cleanup 0"]
+
 
 class TestOutsideCancellation:
     """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
