@@ -134,8 +134,14 @@ def shape(reason: str) -> str:
 
 @pytest.fixture(scope="module")
 def full_suite(tmp_path_factory: pytest.TempPathFactory) -> ck.ContractSuite[TextAPI]:
-    suite.case("bare")(load_bare(tmp_path_factory.mktemp("bare")))
-    return suite
+    """
+    The module's cases and the bare one, in a suite of their own: pytest sets a module's
+    fixture up again when a run (mutmut's, of chosen test IDs) leaves the module and
+    comes back, and the module's own suite takes each case only once.
+    """
+    bare = load_bare(tmp_path_factory.mktemp("bare"))
+    others = (overrun, stuck, group, none, unawaited, stray, exits, cleanup)
+    return ck.ContractSuite(feature, {"bare": bare, **{case.__name__: case for case in others}})
 
 
 @pytest.mark.anyio
