@@ -14,6 +14,7 @@ import traceback
 import types
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -575,34 +576,33 @@ class Stuck(ck.FeatureImplementation[object]):
 """
 
 
+def run_stuck(
+    folder: Path, contract: str, backend: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``conformkit run`` of a contract that gets stuck, under 0.1 s deadlines: status 2."""
+    (folder / "contract.py").write_text(contract, encoding="utf-8")
+    done = run_python(
+        "import sys; from conformkit.cli import main; sys.exit(main(sys.argv[1:]))",
+        "run", "contract.py", "--backend", backend, "--timeout", "0.1",
+        "--format", "json", "--output", "report.json", "-q",
+        cwd=folder,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    report: dict[str, Any] = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    return done, report
+
+
 class TestCommandLine:
     @pytest.mark.parametrize("backend", ["asyncio", "trio"])
     def test_a_run_stuck_beyond_interruption_stops_with_what_it_judged(
         self, tmp_path: Path, backend: str
     ) -> None:
         """Exit status 2, one line naming case and stage, the results so far written."""
-        (tmp_path / "stuck_contract.py").write_text(STUCK_CONTRACT, encoding="utf-8")
-        done = run_python(
-            "import sys; from conformkit.cli import main; sys.exit(main(sys.argv[1:]))",
-            "run",
-            "stuck_contract.py",
-            "--backend",
-            backend,
-            "--timeout",
-            "0.1",
-            "--format",
-            "json",
-            "--output",
-            "report.json",
-            "-q",
-            cwd=tmp_path,
-        )
-        assert done.returncode == 2, done.stderr
+        done, report = run_stuck(tmp_path, STUCK_CONTRACT, backend)
         [line] = [line for line in done.stderr.splitlines() if line.startswith("conformkit:")]
         assert line.startswith(
             "conformkit: error: case 'stuck' of test.cli.stuck × Stuck is stuck in stage 'case'"
         )
-        report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
         [entry] = report["reports"]
         statuses = {result["case_id"]: result["status"] for result in entry["results"]}
         assert statuses == {"first": "passed", "stuck": "failed"}
@@ -622,16 +622,8 @@ class TestCommandLine:
         self, tmp_path: Path, backend: str
     ) -> None:
         """Work that outlived its case and failed afterwards is in the report written."""
-        (tmp_path / "late_contract.py").write_text(LATE_CONTRACT, encoding="utf-8")
-        done = run_python(
-            "import sys; from conformkit.cli import main; sys.exit(main(sys.argv[1:]))",
-            "run", "late_contract.py", "--backend", backend, "--timeout", "0.1",
-            "--format", "json", "--output", "report.json", "-q",
-            cwd=tmp_path,
-        )  # fmt: skip
-        assert done.returncode == 2, done.stderr
+        done, report = run_stuck(tmp_path, LATE_CONTRACT, backend)
         assert "is stuck in stage 'case'" in done.stderr
-        report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
         [entry] = report["reports"]
         assert [result["case_id"] for result in entry["results"]] == ["first", "stuck"]
         assert [(error["type"], error["message"]) for error in entry["cleanup_errors"]] == [
