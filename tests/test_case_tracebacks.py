@@ -1,4 +1,4 @@
-"""What pytest shows when a case of contract_cases() fails in a test: the case's frames, not the runner's."""
+"""What pytest shows when a case of contract_cases() fails: its frames, not the runner's."""
 
 from __future__ import annotations
 
