@@ -1386,6 +1386,36 @@ class TestOutsideCancellation:
     """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # Task.cancel() is asyncio's own
+    @pytest.mark.parametrize("max_concurrency", [1, 2])
+    async def test_cancelling_the_runs_asyncio_task(
+        self, anyio_backend: str, max_concurrency: int
+    ) -> None:
+        """Task.cancel() on the task awaiting the run: CancelledError propagates once every
+        case begun is cleaned up; at one lane, the next case never starts."""
+        import asyncio
+
+        started = anyio.Event()
+
+        async def waits(api: Probe) -> None:
+            started.set()
+            await anyio.sleep_forever()
+
+        r = rig({"waits": waits, "after": passing("after")})
+        task = asyncio.ensure_future(
+            ck.run_contract(r.implementation, r.suite, max_concurrency=max_concurrency)
+        )
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        created = [entry for entry in r.log if entry.startswith("create")]
+        cleaned = [entry for entry in r.log if entry.startswith("cleanup")]
+        assert sorted(cleaned) == [entry.replace("create", "cleanup") for entry in sorted(created)]
+        if max_concurrency == 1:
+            assert r.log == ["create 0", "cleanup 0"]
+
+    @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
     @pytest.mark.parametrize("stage", STAGES)
     async def test_cancelling_the_run_during_a_stage(
