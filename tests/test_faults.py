@@ -38,13 +38,15 @@ from test_runner import stale_cancellation
 TINY = 0.2
 """The stage deadline of most scenarios: a stuck stage is interrupted 0.2 s after it."""
 HARD_TIMEOUT = 30.0 if os.environ.get("CONFORMKIT_MUTATION") else 90.0
-# Under tools/mutation.py every function of the mutated module runs through one of
-# mutmut's trampolines, whose frames join a stack that a reason describes.
-TRAMPOLINES = re.compile(r"\w+ at trampoline\.py:\d+ ← ")
 """
 Seconds a group of scenarios may take in its subprocess before it counts as hung:
 less under tools/mutation.py, where the unmutated code has passed just before and
 a mutant that hangs a scenario is judged the sooner.
+"""
+TRAMPOLINES = re.compile(r"\w+ at trampoline\.py:\d+ ← ")
+"""
+The frames of mutmut's trampolines in a reason's "where": under tools/mutation.py
+every function of the mutated module runs through one, so they join the stack.
 """
 GROUPS = 3
 """Subprocesses per backend."""
