@@ -91,11 +91,15 @@ class Recorder:
         (partial(record_name), "test_background_task_names.record_name"),
         (partial(partial(record_name)), "test_background_task_names.record_name"),
         (Recorder(), "test_background_task_names.Recorder"),
+        (record_name.__call__, "function.__call__"),  # type: ignore[operator]
     ],
-    ids=["partial", "partial of a partial", "object"],
+    ids=["partial", "partial of a partial", "object", "method-wrapper"],
 )
 async def test_unnamed_work_is_named_after_what_it_runs(work: object, expected: str) -> None:
-    """A partial is named after the function it wraps; an object after its class."""
+    """
+    A partial is named after the function it wraps; an object after its class; a
+    callable without ``__module__`` (a method-wrapper) after its qualified name alone.
+    """
     names: list[str] = []
     feature = ck.Feature[list[str]]("test.task_names_of", cases=("names",))
 

@@ -1705,3 +1705,149 @@ class TestHostileCleanupNames:
         assert result.reason is not None
         assert "cleanup <HostileCleanup object>" in result.reason
         assert "0.05s deadline" in result.reason
+
+
+class InterruptedWhileNamed:
+    """
+    A sync cleanup that overruns its deadline, and whose name raises ``interrupt``:
+    an interrupt (Ctrl-C, ``sys.exit()``) that arrives while its overrun is named.
+    """
+
+    def __init__(self, log: Log, interrupt: BaseException) -> None:
+        self.log = log
+        self.interrupt = interrupt
+
+    def __getattr__(self, name: str) -> object:  # __qualname__, asked of the instance
+        raise self.interrupt
+
+    def __call__(self) -> None:
+        self.log.add("overruns")
+        time.sleep(0.1)  # past the 0.05 s deadline, sync: nothing can cancel it
+
+
+class TestInterruptWhileNamingAnOverrun:
+    """A BaseException raised while an overrun cleanup is named is kept as the cleanup's own."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit, Custom])
+    @pytest.mark.parametrize("with_work", [False, True], ids=["cleanups", "cleanups and work"])
+    async def test_every_later_cleanup_runs_then_it_propagates(
+        self, kind: type[BaseException], with_work: bool
+    ) -> None:
+        """It propagates as itself after every cleanup, the overrun in its notes; all is closed."""
+        interrupt = kind("while named")
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(InterruptedWhileNamed(log, interrupt))
+            if with_work:
+                scope.start_soon(anyio.sleep_forever)
+
+        implementation = SyncImplementation(setup)
+        sessions: list[ck.Session[Log]] = []
+        with pytest.raises(kind) as raised:
+            async with ck.open_feature(implementation, timeout=0.05) as session:
+                sessions.append(session)
+        assert raised.value is interrupt
+        assert implementation.log.events == ["create", "overruns", "a"]
+        [note] = raised.value.__notes__
+        assert re.fullmatch(
+            r"2 cleanup\(s\) of feature 'test\.scope' failed: TimeoutError: feature 'test\.scope': "
+            r"cleanup <InterruptedWhileNamed object> exceeded the 0\.05s deadline "
+            r"\(stage 'cleanup'; ran \d+\.\ds; sync code blocked the event loop\)",
+            note,
+        ), note
+        [session] = sessions
+        assert session.closed
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit, Custom])
+    async def test_in_a_run_it_is_judged_as_the_cleanups_own(
+        self, kind: type[BaseException]
+    ) -> None:
+        """In a run, as a cleanup's own: the case fails, or Ctrl-C stops the run; all clean up."""
+        interrupt = kind("while named")
+
+        def setup(scope: ck.FeatureScope, log: Log) -> None:
+            scope.defer(sync_cleanup(log, "a"))
+            scope.defer(InterruptedWhileNamed(log, interrupt))
+
+        implementation = SyncImplementation(setup)
+
+        async def only(log: Log) -> None:
+            log.add("case")
+
+        suite = ck.ContractSuite(feature, {"only": only})
+        overrun = (
+            r"TimeoutError: feature 'test\.scope', case 'only': cleanup <InterruptedWhileNamed "
+            r"object> exceeded the 0\.05s deadline \(stage 'cleanup'; ran \d+\.\ds; sync code "
+            r"blocked the event loop\)"
+        )
+        if kind is KeyboardInterrupt:
+            with pytest.raises(KeyboardInterrupt) as raised:
+                await ck.run_contract(implementation, suite, timeout=0.05)
+            assert raised.value is interrupt
+            [note] = raised.value.__notes__
+            assert re.fullmatch(f"case 'only': {overrun}", note), note
+        else:
+            report = await ck.run_contract(implementation, suite, timeout=0.05)
+            result = report["only"]
+            assert result.status is ck.CaseStatus.FAILED
+            name = "SystemExit" if kind is SystemExit else "test_scope.Custom"
+            reason = f"case 'only' failed in cleanup: {name}: while named (and 1 more)"
+            assert result.reason == reason
+        assert implementation.log.events == ["create", "case", "overruns", "a"]
+
+
+def block_the_loop(log: list[str], name: str) -> None:
+    """Sync code that blocks the event loop until the watchdog interrupts it, or for 3 s."""
+    end = time.monotonic() + 3.0
+    try:
+        while time.monotonic() < end:
+            time.sleep(0.005)
+    except BaseException:  # the watchdog's interruption
+        log.append(f"{name} interrupted")
+        raise
+    log.append(f"{name} returned")
+
+
+@dataclass
+class Lanes:
+    """The API of the two-lane run below: a log, the case's scope, and b's start."""
+
+    log: list[str]
+    scope: ck.FeatureScope
+    b_started: anyio.Event
+
+
+class TestWatchdogAfterAnInterruptedCleanup:
+    @pytest.mark.anyio
+    async def test_it_still_interrupts_the_other_lanes(self) -> None:
+        """
+        A lane whose last case's sync cleanup was interrupted is done; the watchdog
+        still interrupts a later stage of another lane that blocks the event loop.
+        """
+        lanes = ck.Feature[Lanes]("test.two_lanes", cases=("a", "b"))
+        log: list[str] = []
+        b_started = anyio.Event()
+
+        async def a(api: Lanes) -> None:
+            api.scope.defer(lambda: block_the_loop(log, "a's cleanup"))
+            await b_started.wait()
+
+        async def b(api: Lanes) -> None:
+            async def then_blocks() -> None:
+                await anyio.sleep(0.3)  # the watchdog looks at both lanes meanwhile
+                block_the_loop(log, "b's cleanup")
+
+            api.scope.defer(then_blocks)
+            b_started.set()
+            await anyio.sleep_forever()  # till the deadline, which a's cleanup outlasts
+
+        suite = ck.ContractSuite(lanes, {"a": a, "b": b})
+        implementation = lanes.implementation(
+            lambda scope: Lanes(log, scope, b_started), name="TwoLanes"
+        )
+        report = await ck.run_contract(implementation, suite, timeout=0.5, max_concurrency=2)
+        assert log == ["a's cleanup interrupted", "b's cleanup interrupted"]
+        assert [result.status for result in report.results] == ["failed", "failed"]

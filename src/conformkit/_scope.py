@@ -355,9 +355,8 @@ class FeatureScope:
                     now = clock()
                     ran = now - self._begun
                     if detail is not None or ran > timeout:
-                        errors.append(
-                            self._overrun(f"cleanup {callable_name(cleanup)}", ran, detail)
-                        )
+                        name = _cleanup_name(cleanup, errors)
+                        errors.append(self._overrun(f"cleanup {name}", ran, detail))
                     self._begun = now
             if not cleanups:
                 return None
@@ -584,6 +583,19 @@ def _task_name(function: object) -> str:
     module = getattr(function, "__module__", None)
     qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
     return ".".join(str(part) for part in (module, qualname) if part)
+
+
+def _cleanup_name(cleanup: object, errors: list[BaseException]) -> str:
+    """
+    Name a cleanup for its overrun. Naming runs the code under test (a
+    ``__getattr__``, a ``__repr__``): a BaseException it raises is kept in
+    ``errors``, as one the cleanup raised, so that every later cleanup still runs.
+    """
+    try:
+        return callable_name(cleanup)
+    except BaseException as exc:  # callable_name() lets only an Exception go by
+        errors.append(exc)
+        return f"<{type(cleanup).__qualname__} object>"
 
 
 def _deadline(timeout: float | None) -> float:
