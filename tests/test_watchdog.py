@@ -515,6 +515,32 @@ class TestInterruptible:
         assert watch.first_cancel is None
 
     @pytest.mark.anyio
+    async def test_an_armed_watch_leaves_a_cleanups_cancellations_to_its_guard(self) -> None:
+        """
+        In a cleanup stage, past the case's deadline, the watch passes every cancellation
+        on: the cleanup's own guard, with the cleanup's deadline, judges them (and a
+        cleanup's own timeouts are its own).
+        """
+        cancelled = anyio.get_cancelled_exc_class()
+        swallowed: list[str] = []
+
+        async def slow_to_answer() -> str:
+            for _ in range(3):
+                try:
+                    await anyio.sleep(1)
+                except cancelled:
+                    swallowed.append("swallowed")
+            return "answered"
+
+        watch = Watch(0.0)  # no grace: it would interrupt at the first cancellation it judged
+        watch.start("cleanup", clock() - 60)  # the case's deadline, long past
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            answer = await interruptible(slow_to_answer(), watch)
+        assert (answer, swallowed) == ("answered", ["swallowed"] * 3)
+        assert watch.first_cancel is None
+
+    @pytest.mark.anyio
     async def test_results_and_errors_pass_through(self) -> None:
         """What the awaited code returns or raises comes out unchanged."""
         guard = Guard(0.0, 0.0)
