@@ -14,6 +14,7 @@ import textwrap
 import time
 import traceback
 import tracemalloc
+import types
 import unittest
 import warnings
 import weakref
@@ -1026,15 +1027,48 @@ class TestUnawaitedCoroutines:
         )
 
     @pytest.mark.anyio
-    async def test_other_warnings_of_a_sync_case_are_emitted_as_they_came(self) -> None:
-        """A warning the case raises for its own reasons is emitted again, not swallowed."""
+    @pytest.mark.parametrize(
+        ("dropped", "more"), [(1, ""), (2, " (and 1 more)"), (3, " (and 2 more)")]
+    )
+    async def test_the_reason_counts_the_other_dropped_coroutines(
+        self, dropped: int, more: str
+    ) -> None:
+        """The first dropped coroutine is named; the others are counted after it."""
+
+        def drops(api: AsyncStore) -> None:
+            for index in range(dropped):
+                api.write(f"k{index}", "v")  # type: ignore[unused-coroutine]  # under test
+
+        report = await ck.run_contract(*self.store_rig(drops))
+        assert statuses(report) == [FAILED, PASSED]
+        assert report["writes"].reason == (
+            f"case 'writes' failed: RuntimeWarning: coroutine api.write() was never awaited{more}: "
+            "a sync case calls an async API; make it 'async def' and await each call"
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("category", [UserWarning, RuntimeWarning, ResourceWarning])
+    async def test_other_warnings_of_a_sync_case_are_emitted_as_they_came(
+        self, category: type[Warning]
+    ) -> None:
+        """
+        A warning the case raises for its own reasons, a RuntimeWarning too, is emitted
+        again, not swallowed: its category, place and source (the object it is about) kept.
+        """
+        about = Courier()
 
         def warns(api: AsyncStore) -> None:
-            warnings.warn("unrelated", UserWarning, stacklevel=1)
+            warnings.warn("unrelated", category, stacklevel=1, source=about)
 
-        with pytest.warns(UserWarning, match="unrelated"):
+        line = warns.__code__.co_firstlineno + 1
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             report = await ck.run_contract(*self.store_rig(warns))
         assert statuses(report) == [PASSED, PASSED]
+        [warning] = [warning for warning in caught if str(warning.message) == "unrelated"]
+        assert warning.category is category
+        assert (Path(warning.filename).name, warning.lineno) == ("test_runner.py", line)
+        assert warning.source is about
 
 
 class Deferred:
@@ -1073,6 +1107,44 @@ class TestTwoViews:
         assert log == ["case on 1", "case on 1"]
         async with ck.open_feature(DeferredCreate()) as session:
             assert isinstance(session.api, Probe)
+
+
+@types.coroutine
+def opened(api: Probe) -> Generator[Any, None, Probe]:
+    """A generator-based coroutine: awaiting it gives ``api``."""
+    yield from anyio.lowlevel.checkpoint().__await__()
+    return api
+
+
+def numbers() -> Generator[int, None, None]:
+    """A plain generator: an API, not something to await."""
+    yield from range(3)
+
+
+class TestGeneratorsFromCreate:
+    @pytest.mark.anyio
+    async def test_each_generator_is_told_apart_as_it_comes(self) -> None:
+        """
+        A sync create() that returns a plain generator (the API), and then a
+        generator-based coroutine: the first is the API as it is, the second is awaited.
+        """
+        the_feature = ck.Feature[Any]("test.runner.generators", cases=("plain", "awaited"))
+        seen: list[object] = []
+
+        def create(scope: ck.FeatureScope) -> object:
+            return numbers() if not seen else opened(Probe(2, []))
+
+        async def plain(api: Any) -> None:
+            seen.append(list(api))
+
+        async def awaited(api: Any) -> None:
+            seen.append(api.number)
+
+        suite = ck.ContractSuite(the_feature, {"plain": plain, "awaited": awaited})
+        implementation = the_feature.implementation(create, name="Generators")
+        report = await ck.run_contract(implementation, suite)
+        assert statuses(report) == [PASSED, PASSED]
+        assert seen == [[0, 1, 2], 2]
 
 
 class TestMemory:
