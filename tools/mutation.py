@@ -20,12 +20,15 @@ Each module is mutated in a copy of the working tree of its own, under
 in-process test files that exercise it (``TESTS`` below): the whole suite, with its
 subprocess tests, would take hours per module on two cores. A kill by those tests is
 a kill by the whole suite, so each score is a lower bound. A mutant may run 3 times as
-long as its tests did, plus 10 s, before it counts as a timeout (a kill): mutmut's own
-limit, 15 times plus 1 s, let a hung mutant hold a worker for minutes, and timed out
-sound ones on a loaded machine. Within that, a test that runs 30 s ends the run as
-failed (``MUTANT_HANG_LIMIT`` in tests/conftest.py): a mutant that hangs its first
-test does not wait out the limit of all of them. Tests of traceback and caller
-frames, which mutmut's trampolines change, are marked ``frames`` and skipped there.
+long as its tests did, plus 10 s, before mutmut counts it as a timeout: mutmut's own
+limit, 15 times plus 1 s, let a hung mutant hold a worker for minutes. Within that, a
+test that runs 30 s ends the run as failed (``MUTANT_HANG_LIMIT`` in tests/conftest.py):
+a mutant that hangs its first test does not wait out the limit of all of them. mutmut's
+limit is wall time, in a worker beside the others, so its timeout counts as a kill only
+once confirmed: the mutant runs again against the same tests, in a plain pytest of its
+own, and must fail or outlast 3 times their unmutated time plus 30 s, side by side and
+then once more alone. Tests of traceback and caller frames, which mutmut's trampolines
+change, are marked ``frames`` and skipped there.
 The copies stay, so that ``--report`` and ``cd .mutation/_scope && mutmut show NAME``
 work after the run.
 
@@ -142,7 +145,8 @@ WIDE_FILE = "wide.json"
 TARGET = 0.95
 KILLED = {
     "killed",
-    "timeout",
+    "killed when run again",
+    "timeout when run again",
     "caught by type check",
     "segfault",
     "killed by the wide check",
@@ -270,9 +274,18 @@ def results(path: Path) -> Iterator[tuple[str, str]]:
     record = scratch(path) / WIDE_FILE
     wide = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
     verdicts: dict[str, list[str]] = wide.get("mutants", {})
+    timeouts: dict[str, list[str]] = wide.get("timeouts", {})
     hashes: dict[str, str] = data.get("hash_by_function_name", {})
     for mutant, code in sorted(data["exit_code_by_key"].items()):
         status = STATUS.get(code, "not checked" if code is None else "suspicious")
+        if status == "timeout":
+            again = timeouts.get(mutant)
+            if again is None or again[1] != hashes.get(function_of(mutant)):
+                status = "timeout, not confirmed"
+            elif again[0] != "survived":
+                status = f"{again[0]} when run again"
+            else:
+                status = "survived"  # mutmut's timeout was the machine's load
         verdict = verdicts.get(mutant)
         if (
             status in ("survived", "no tests")
@@ -362,7 +375,7 @@ def widen(path: Path, max_children: int) -> None:
     copy = scratch(path)
     record = copy / WIDE_FILE
     data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
-    verdicts: dict[str, list[str]] = data.get("mutants", {})
+    verdicts: dict[str, list[str]] = data.setdefault("mutants", {})
     hashes = function_hashes(path)
     known = equivalents()
     kinds = ("survived", "no tests", "at import")
@@ -398,7 +411,7 @@ def widen(path: Path, max_children: int) -> None:
 
         def keep(mutant: str, verdict: str, selection: str = tests[status]) -> None:
             verdicts[mutant] = [verdict, hashes.get(function_of(mutant), ""), selection]
-            record.write_text(json.dumps({"mutants": verdicts}, indent=1), encoding="utf-8")
+            record.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
         killed = []
         with ThreadPoolExecutor(max_workers=max_children) as pool:
@@ -413,6 +426,54 @@ def widen(path: Path, max_children: int) -> None:
             verdict = check(mutant)[1]
             keep(mutant, verdict)
             print(f"   confirmed alone {number}/{len(killed)} {verdict:<9}{mutant}", flush=True)
+
+
+def confirm_timeouts(path: Path, max_children: int) -> None:
+    """
+    Run each mutant that mutmut timed out again, against the tests mutmut ran it
+    with, in a plain pytest of its own with a limit of 3 times their unmutated time
+    plus 30 s; each kill once more alone. mutmut's limit is wall time, in a worker
+    beside the others: on a loaded machine, tests that wait on deadlines (the
+    watchdog's) outlast it unmutated, and a timeout counts only once confirmed.
+    The verdicts go to ``timeouts`` in the copy's ``wide.json``, with the mutated
+    function's hash.
+    """
+    copy = scratch(path)
+    record = copy / WIDE_FILE
+    data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    verdicts: dict[str, list[str]] = data.setdefault("timeouts", {})
+    hashes = function_hashes(path)
+    stats = json.loads((copy / "mutants" / "mutmut-stats.json").read_text(encoding="utf-8"))
+    tests_of: dict[str, list[str]] = stats["tests_by_mangled_function_name"]
+    known = equivalents()
+    pending: dict[str, list[str]] = {}  # by the mutated function's mangled name
+    for mutant, status in results(path):
+        if status == "timeout, not confirmed" and mutant not in known:
+            pending.setdefault(mutant.rpartition("__mutmut_")[0], []).append(mutant)
+
+    def keep(mutant: str, verdict: str) -> None:
+        verdicts[mutant] = [verdict, hashes.get(function_of(mutant), "")]
+        record.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+    for function, mutants in sorted(pending.items()):
+        tests = sorted(tests_of.get(function, []))
+        print(f"== {len(mutants)} timeout(s) of {function} run again: {len(tests)} test(s)")
+        verdict, baseline = run_wide("", copy, tests, None)
+        if verdict != "survived":
+            sys.exit(f"the tests of {function} fail on the unmutated code")
+        limit = 3 * baseline + 30
+        print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
+
+        def check(mutant: str, tests: list[str] = tests, limit: float = limit) -> str:
+            return run_wide(mutant, copy, tests, limit)[0]
+
+        with ThreadPoolExecutor(max_workers=max_children) as pool:
+            first = list(zip(mutants, pool.map(check, mutants), strict=True))
+        for mutant, verdict in first:
+            if verdict != "survived":
+                verdict = check(mutant)  # alone: a kill made side by side may be the load's
+            keep(mutant, verdict)
+            print(f"   {verdict:<9}{mutant}", flush=True)
 
 
 def selection_hash(copy: Path, files: list[str]) -> str:
@@ -525,6 +586,7 @@ def main() -> int:
             print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
             copy = prepare(path, resume=arguments.resume)
             subprocess.run(command, cwd=copy, env=environment, check=False)
+            confirm_timeouts(path, arguments.max_children or 1)
             widen(path, arguments.max_children or 1)
     return report(paths)
 
