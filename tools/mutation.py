@@ -45,8 +45,8 @@ function changes, a survivor also when the tests do.
 
 ``--resume`` keeps a module's results and brings the copy up to date with the
 working tree: mutmut runs only the mutants not yet checked and those of the
-functions changed since, and the wide check only the mutants it has not judged on
-their function's present code.
+functions changed since, and the survivors again once the module's tests changed;
+the wide check only the mutants it has not judged on their function's present code.
 
 The score of a module is killed / (mutants - equivalent). Mutants that no test
 reaches count as survivors. A run takes tens of minutes per module on two cores: it
@@ -428,6 +428,35 @@ def widen(path: Path, max_children: int) -> None:
             print(f"   confirmed alone {number}/{len(killed)} {verdict:<9}{mutant}", flush=True)
 
 
+def rerun_survivors(
+    path: Path, command: list[str], environment: dict[str, str], *, resume: bool
+) -> None:
+    """
+    mutmut runs a mutant again only once its function changes, not its tests: so
+    once the module's tests changed since the survivors last ran (or, resuming, if
+    that is not known), mutmut runs each survivor again by name, against its tests
+    as they are now.
+    """
+    copy = scratch(path)
+    record = copy / WIDE_FILE
+    data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    tests = selection_hash(copy, TESTS[path.stem])
+    ran_with = data.get("survivors_ran_with")
+    if ran_with != tests and (ran_with is not None or resume):
+        known = equivalents()
+        names = [
+            mutant
+            for mutant, status in results(path)
+            if status in ("survived", "no tests") and mutant not in known
+        ]
+        if names:
+            print(f"== {len(names)} survivor(s) of {path.stem} run again: the tests changed")
+            subprocess.run([*command, *names], cwd=copy, env=environment, check=False)
+        data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    data["survivors_ran_with"] = tests
+    record.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
 def confirm_timeouts(path: Path, max_children: int) -> None:
     """
     Run each mutant that mutmut timed out again, against the tests mutmut ran it
@@ -586,6 +615,7 @@ def main() -> int:
             print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
             copy = prepare(path, resume=arguments.resume)
             subprocess.run(command, cwd=copy, env=environment, check=False)
+            rerun_survivors(path, command, environment, resume=arguments.resume)
             confirm_timeouts(path, arguments.max_children or 1)
             widen(path, arguments.max_children or 1)
     return report(paths)
