@@ -407,6 +407,31 @@ class TestDeadlines:
         assert len(r.entries("cleanup")) == 3
 
     @pytest.mark.anyio
+    async def test_a_deadline_is_enforced_beside_idle_lanes(self) -> None:
+        """
+        An overrun is cancelled at its deadline while the lanes beside it have no
+        case left: it is failed as cancelled there, not woken later by the watchdog
+        thread as a stage no cancellation reached.
+        """
+        timeout = 0.2
+
+        async def overrun(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        cases: dict[str, Case] = {f"quick_{index}": passing(f"quick_{index}") for index in range(7)}
+        r = rig({**cases, "overrun": overrun})
+        with anyio.fail_after(10):  # on trio, nothing else would ever end it
+            report = await ck.run_contract(
+                r.implementation, r.suite, timeout=timeout, max_concurrency=8
+            )
+        assert statuses(report) == [PASSED] * 7 + [FAILED]
+        assert re.fullmatch(
+            r"feature 'test\.runner', case 'overrun': stage "
+            r"'case' exceeded the 0\.2s deadline \(cancelled in overrun at test_runner\.py:\d+\)",
+            report["overrun"].reason or "",
+        ), report["overrun"].reason
+
+    @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
     async def test_a_run_has_one_watchdog_whatever_its_lanes(self, timeout: float | None) -> None:
         """Four lanes in flight add four tasks and one watchdog (none without deadlines)."""
@@ -808,6 +833,59 @@ class TestUnavailable:
         report = await ck.run_contract(r.implementation, r.suite)
         assert statuses(report) == [FAILED]
         assert isinstance(report["body"].error, ck.FeatureUnavailable)
+        line = body.__code__.co_firstlineno + 1
+        assert report["body"].reason == (
+            "case 'body' failed: conformkit.FeatureUnavailable: no extension "
+            f"(at test_runner.py:{line} in body) "
+            "(FeatureUnavailable means 'unavailable' only when create() raises it)"
+        )
+
+
+class TestCleanupFailureReasons:
+    """The reason of a case whose cleanups failed counts them."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("failures", "more"), [(1, ""), (2, " (and 1 more)"), (3, " (and 2 more)")]
+    )
+    async def test_a_passing_case_names_the_first_failure_and_counts_the_rest(
+        self, failures: int, more: str
+    ) -> None:
+        """Cleanups run last registered first: the first failure is the last one registered."""
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            for index in range(failures):
+                scope.defer(functools.partial(fail_with, OSError(f"cleanup {index}")))
+
+        r = rig({"only": passing("only")}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite)
+        first = failures - 1
+        assert (
+            report["only"].reason
+            == f"case 'only' failed in cleanup: OSError: cleanup {first}{more}"
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("failures", [1, 2])
+    async def test_a_failing_case_counts_them_after_its_own_reason(self, failures: int) -> None:
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            for index in range(failures):
+                scope.defer(functools.partial(fail_with, OSError(f"cleanup {index}")))
+
+        async def fails(api: Probe) -> None:
+            raise ValueError("case failed")
+
+        r = rig({"fails": fails}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite)
+        line = fails.__code__.co_firstlineno + 1
+        assert report["fails"].reason == (
+            f"case 'fails' failed: ValueError: case failed (at test_runner.py:{line} in fails); "
+            f"{failures} cleanup(s) failed too"
+        )
+
+
+def fail_with(error: BaseException) -> None:
+    raise error
 
 
 def check_read(value: str | None) -> None:
@@ -1186,6 +1264,32 @@ class TestMemory:
         error = report["case_0"].to_dict()["error"]
         assert "in fails" in error["traceback"]
         assert error["message"] == f"failed holding {self.HELD} bytes"
+
+    @pytest.mark.anyio
+    async def test_nor_the_frames_of_failed_cleanups(self) -> None:
+        """2,000 cleanups that fail holding 100 kB each: their text is kept, not their locals."""
+        kept: list[weakref.ref[object]] = []
+        fails = self.heavy(kept)
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            scope.defer(functools.partial(fails, Probe(number, [])))
+
+        r = rig(
+            {f"case_{index}": passing(f"case_{index}") for index in range(self.CASES)},
+            on_create=on_create,
+        )
+        tracemalloc.start()
+        try:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=None)
+            gc.collect()
+            held, _peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert statuses(report) == [FAILED] * self.CASES
+        assert sum(ref() is not None for ref in kept) == 0
+        assert held < self.CASES * self.HELD / 10  # well under the 200 MB the frames held
+        [error] = report["case_0"].to_dict()["cleanup_errors"]
+        assert "in fails" in error["traceback"]
 
     @pytest.mark.anyio
     async def test_keep_tracebacks_keeps_the_frames(self) -> None:
