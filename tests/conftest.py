@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -59,6 +60,22 @@ if os.environ.get("CONFORMKIT_MUTATION"):
             yield
         finally:
             timer.cancel()
+
+    @pytest.fixture(autouse=True)
+    def sigint_as_python_sets_it() -> Iterator[None]:
+        """
+        mutmut's workers ignore SIGINT. A run then installs no SIGINT handler of
+        its own, and its watchdog cannot interrupt sync code that blocks in a call
+        (a sleep): the tests would take the path of a program that ignores Ctrl-C,
+        not the one they are written for. Under mutmut, each test has Python's own.
+        """
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
