@@ -451,7 +451,8 @@ def rerun_survivors(
         ]
         if names:
             print(f"== {len(names)} survivor(s) of {path.stem} run again: the tests changed")
-            subprocess.run([*command, *names], cwd=copy, env=environment, check=False)
+            if subprocess.run([*command, *names], cwd=copy, env=environment).returncode:
+                sys.exit(f"tools/mutation.py: mutmut failed on {path.stem}'s survivors")
         data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
     data["survivors_ran_with"] = tests
     record.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -614,7 +615,8 @@ def main() -> int:
         for path in paths:
             print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
             copy = prepare(path, resume=arguments.resume)
-            subprocess.run(command, cwd=copy, env=environment, check=False)
+            if subprocess.run(command, cwd=copy, env=environment, check=False).returncode:
+                sys.exit(f"tools/mutation.py: mutmut failed on {path.stem}; see above")
             rerun_survivors(path, command, environment, resume=arguments.resume)
             confirm_timeouts(path, arguments.max_children or 1)
             widen(path, arguments.max_children or 1)
