@@ -1265,37 +1265,23 @@ class TestMemory:
         return fails
 
     @pytest.mark.anyio
-    async def test_a_report_of_many_failures_lets_their_frames_go(self) -> None:
-        """2,000 failures of 100 kB each: the report keeps their text, not 200 MB of locals."""
-        kept: list[weakref.ref[object]] = []
-        r = rig({f"case_{index}": self.heavy(kept) for index in range(self.CASES)})
-        tracemalloc.start()
-        try:
-            report = await ck.run_contract(r.implementation, r.suite, timeout=None)
-            gc.collect()
-            held, _peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        assert statuses(report) == [FAILED] * self.CASES
-        assert sum(ref() is not None for ref in kept) == 0
-        assert held < self.CASES * self.HELD / 10  # well under the 200 MB the frames held
-        error = report["case_0"].to_dict()["error"]
-        assert "in fails" in error["traceback"]
-        assert error["message"] == f"failed holding {self.HELD} bytes"
-
-    @pytest.mark.anyio
-    async def test_nor_the_frames_of_failed_cleanups(self) -> None:
-        """2,000 cleanups that fail holding 100 kB each: their text is kept, not their locals."""
+    @pytest.mark.parametrize("where", ["case", "cleanup"])
+    async def test_a_report_of_many_failures_lets_their_frames_go(self, where: str) -> None:
+        """
+        2,000 failures of 100 kB each, of cases or of their cleanups: the report keeps
+        their text, not 200 MB of locals.
+        """
         kept: list[weakref.ref[object]] = []
         fails = self.heavy(kept)
+        names = [f"case_{index}" for index in range(self.CASES)]
+        if where == "case":
+            r = rig(dict.fromkeys(names, fails))
+        else:
 
-        async def on_create(number: int, scope: ck.FeatureScope) -> None:
-            scope.defer(functools.partial(fails, Probe(number, [])))
+            async def on_create(number: int, scope: ck.FeatureScope) -> None:
+                scope.defer(functools.partial(fails, Probe(number, [])))
 
-        r = rig(
-            {f"case_{index}": passing(f"case_{index}") for index in range(self.CASES)},
-            on_create=on_create,
-        )
+            r = rig({name: passing(name) for name in names}, on_create=on_create)
         tracemalloc.start()
         try:
             report = await ck.run_contract(r.implementation, r.suite, timeout=None)
@@ -1306,8 +1292,10 @@ class TestMemory:
         assert statuses(report) == [FAILED] * self.CASES
         assert sum(ref() is not None for ref in kept) == 0
         assert held < self.CASES * self.HELD / 10  # well under the 200 MB the frames held
-        [error] = report["case_0"].to_dict()["cleanup_errors"]
+        result = report["case_0"].to_dict()
+        [error] = [result["error"]] if where == "case" else result["cleanup_errors"]
         assert "in fails" in error["traceback"]
+        assert error["message"] == f"failed holding {self.HELD} bytes"
 
     @pytest.mark.anyio
     async def test_keep_tracebacks_keeps_the_frames(self) -> None:

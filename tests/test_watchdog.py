@@ -451,6 +451,16 @@ class TestRegistration:
         assert "conformkit watchdog" in names
 
 
+async def slow_to_answer(swallowed: list[str]) -> str:
+    """Swallow three cancellations, noting each in ``swallowed``; then answer."""
+    for _ in range(3):
+        try:
+            await anyio.sleep(1)
+        except anyio.get_cancelled_exc_class():
+            swallowed.append("swallowed")
+    return "answered"
+
+
 class TestInterruptible:
     @pytest.mark.anyio
     async def test_a_swallowed_cancellation_becomes_stage_stuck(self) -> None:
@@ -478,21 +488,11 @@ class TestInterruptible:
     @pytest.mark.anyio
     async def test_cancellations_within_the_grace_are_passed_on(self) -> None:
         """Until its grace has passed, code past its deadline gets its cancellations as usual."""
-        cancelled = anyio.get_cancelled_exc_class()
         swallowed: list[str] = []
-
-        async def slow_to_answer() -> str:
-            for _ in range(3):
-                try:
-                    await anyio.sleep(1)
-                except cancelled:
-                    swallowed.append("swallowed")
-            return "answered"
-
         guard = Guard(0.0, 30.0)  # past its deadline from the start, with a long grace
         with anyio.CancelScope() as scope:
             scope.cancel()
-            answer = await interruptible(slow_to_answer(), guard)
+            answer = await interruptible(slow_to_answer(swallowed), guard)
         assert (answer, swallowed) == ("answered", ["swallowed"] * 3)
 
     @pytest.mark.anyio
@@ -521,22 +521,12 @@ class TestInterruptible:
         on: the cleanup's own guard, with the cleanup's deadline, judges them (and a
         cleanup's own timeouts are its own).
         """
-        cancelled = anyio.get_cancelled_exc_class()
         swallowed: list[str] = []
-
-        async def slow_to_answer() -> str:
-            for _ in range(3):
-                try:
-                    await anyio.sleep(1)
-                except cancelled:
-                    swallowed.append("swallowed")
-            return "answered"
-
         watch = Watch(0.0)  # no grace: it would interrupt at the first cancellation it judged
         watch.start("cleanup", clock() - 60)  # the case's deadline, long past
         with anyio.CancelScope() as scope:
             scope.cancel()
-            answer = await interruptible(slow_to_answer(), watch)
+            answer = await interruptible(slow_to_answer(swallowed), watch)
         assert (answer, swallowed) == ("answered", ["swallowed"] * 3)
         assert watch.first_cancel is None
 

@@ -325,6 +325,16 @@ def wide_selection(module: str, status: str) -> list[str]:
     return list(dict.fromkeys(files))
 
 
+def time_limit(copy: Path, files: list[str], what: str) -> float:
+    """How long a mutant may run ``files``: 3 times what the unmutated code takes, plus 30 s."""
+    verdict, baseline = run_wide("", copy, files, None)
+    if verdict != "survived":
+        sys.exit(f"{what} fail on the unmutated code")
+    limit = 3 * baseline + 30
+    print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
+    return limit
+
+
 def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> tuple[str, float]:
     """Run ``files`` with ``mutant`` active (``""``: none); its status and the seconds it took."""
     mutated = copy / "mutants"
@@ -400,11 +410,7 @@ def widen(path: Path, max_children: int) -> None:
         if not pending:
             continue
         print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
-        verdict, baseline = run_wide("", copy, files, None)
-        if verdict != "survived":
-            sys.exit(f"the wide selection fails on the unmutated code of {path.stem}: {files}")
-        limit = 3 * baseline + 30
-        print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
+        limit = time_limit(copy, files, f"the wide selection of {path.stem}: {files}")
 
         def check(mutant: str, files: list[str] = files, limit: float = limit) -> tuple[str, str]:
             return mutant, run_wide(mutant, copy, files, limit)[0]
@@ -488,11 +494,7 @@ def confirm_timeouts(path: Path, max_children: int) -> None:
     for function, mutants in sorted(pending.items()):
         tests = sorted(tests_of.get(function, []))
         print(f"== {len(mutants)} timeout(s) of {function} run again: {len(tests)} test(s)")
-        verdict, baseline = run_wide("", copy, tests, None)
-        if verdict != "survived":
-            sys.exit(f"the tests of {function} fail on the unmutated code")
-        limit = 3 * baseline + 30
-        print(f"   unmutated: passed in {baseline:.0f} s; a mutant may take {limit:.0f} s")
+        limit = time_limit(copy, tests, f"the tests of {function}")
 
         def check(mutant: str, tests: list[str] = tests, limit: float = limit) -> str:
             return run_wide(mutant, copy, tests, limit)[0]
