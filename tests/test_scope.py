@@ -1820,19 +1820,27 @@ class Lanes:
     b_started: anyio.Event
 
 
-class TestWatchdogAfterAnInterruptedCleanup:
+class TestWatchdogAfterAFailedLastCleanup:
     @pytest.mark.anyio
-    async def test_it_still_interrupts_the_other_lanes(self) -> None:
+    @pytest.mark.parametrize("how", ["interrupted", "raised"])
+    async def test_it_still_interrupts_the_other_lanes(self, how: str) -> None:
         """
-        A lane whose last case's sync cleanup was interrupted is done; the watchdog
-        still interrupts a later stage of another lane that blocks the event loop.
+        A lane whose last case's sync cleanup was interrupted, or raised, is done; the
+        watchdog still interrupts a later stage of another lane that blocks the event loop.
         """
         lanes = ck.Feature[Lanes]("test.two_lanes", cases=("a", "b"))
         log: list[str] = []
         b_started = anyio.Event()
 
+        def raises() -> None:
+            log.append("a's cleanup raised")
+            raise CleanupError("a's cleanup failed")
+
         async def a(api: Lanes) -> None:
-            api.scope.defer(lambda: block_the_loop(log, "a's cleanup"))
+            if how == "raised":
+                api.scope.defer(raises)
+            else:
+                api.scope.defer(lambda: block_the_loop(log, "a's cleanup"))
             await b_started.wait()
 
         async def b(api: Lanes) -> None:
@@ -1842,12 +1850,12 @@ class TestWatchdogAfterAnInterruptedCleanup:
 
             api.scope.defer(then_blocks)
             b_started.set()
-            await anyio.sleep_forever()  # till the deadline, which a's cleanup outlasts
+            await anyio.sleep_forever()  # till its deadline
 
         suite = ck.ContractSuite(lanes, {"a": a, "b": b})
         implementation = lanes.implementation(
             lambda scope: Lanes(log, scope, b_started), name="TwoLanes"
         )
         report = await ck.run_contract(implementation, suite, timeout=0.5, max_concurrency=2)
-        assert log == ["a's cleanup interrupted", "b's cleanup interrupted"]
+        assert log == [f"a's cleanup {how}", "b's cleanup interrupted"]
         assert [result.status for result in report.results] == ["failed", "failed"]
