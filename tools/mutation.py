@@ -370,6 +370,8 @@ def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> 
         return "survived", elapsed
     if process.returncode in (1, 3):  # tests failed; or pytest failed showing a failure
         return "killed", elapsed
+    if process.returncode == 2 and mutant and b"KeyboardInterrupt" in output:
+        return "killed", elapsed  # a mutant of the SIGINT handler that lets Ctrl-C through
     tail = output.decode(errors="replace").strip().splitlines()[-1:]
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
 
