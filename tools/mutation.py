@@ -71,6 +71,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.toml"
@@ -271,8 +272,7 @@ timeout_constant = 10.0
 def results(path: Path) -> Iterator[tuple[str, str]]:
     """Each mutant of a source file with its status, from mutmut's record of the last run."""
     data = json.loads(meta_of(path).read_text(encoding="utf-8"))
-    record = scratch(path) / WIDE_FILE
-    wide = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    wide = read_record(scratch(path))
     verdicts: dict[str, list[str]] = wide.get("mutants", {})
     timeouts: dict[str, list[str]] = wide.get("timeouts", {})
     hashes: dict[str, str] = data.get("hash_by_function_name", {})
@@ -295,6 +295,15 @@ def results(path: Path) -> Iterator[tuple[str, str]]:
         ):
             status = f"{verdict[0]} by the wide check"
         yield mutant, status
+
+
+def read_record(copy: Path) -> dict[str, Any]:
+    """The copy's ``wide.json``: the verdicts this script keeps beside mutmut's."""
+    record = copy / WIDE_FILE
+    if not record.exists():
+        return {}
+    data: dict[str, Any] = json.loads(record.read_text(encoding="utf-8"))
+    return data
 
 
 def meta_of(path: Path) -> Path:
@@ -386,7 +395,7 @@ def widen(path: Path, max_children: int) -> None:
     """
     copy = scratch(path)
     record = copy / WIDE_FILE
-    data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    data = read_record(copy)
     verdicts: dict[str, list[str]] = data.setdefault("mutants", {})
     hashes = function_hashes(path)
     known = equivalents()
@@ -447,7 +456,7 @@ def rerun_survivors(
     """
     copy = scratch(path)
     record = copy / WIDE_FILE
-    data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    data = read_record(copy)
     tests = selection_hash(copy, TESTS[path.stem])
     ran_with = data.get("survivors_ran_with")
     if ran_with != tests and (ran_with is not None or resume):
@@ -461,7 +470,7 @@ def rerun_survivors(
             print(f"== {len(names)} survivor(s) of {path.stem} run again: the tests changed")
             if subprocess.run([*command, *names], cwd=copy, env=environment).returncode:
                 sys.exit(f"tools/mutation.py: mutmut failed on {path.stem}'s survivors")
-        data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+        data = read_record(copy)
     data["survivors_ran_with"] = tests
     record.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
@@ -478,7 +487,7 @@ def confirm_timeouts(path: Path, max_children: int) -> None:
     """
     copy = scratch(path)
     record = copy / WIDE_FILE
-    data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    data = read_record(copy)
     verdicts: dict[str, list[str]] = data.setdefault("timeouts", {})
     hashes = function_hashes(path)
     stats = json.loads((copy / "mutants" / "mutmut-stats.json").read_text(encoding="utf-8"))
@@ -511,9 +520,12 @@ def confirm_timeouts(path: Path, max_children: int) -> None:
 
 
 def selection_hash(copy: Path, files: list[str]) -> str:
-    """The selection's hash, in any order: a survivor is checked again once it changes."""
+    """
+    The hash of the selection's files, in any order, and of the conftest they all
+    run with: a survivor is checked again once it changes.
+    """
     digest = hashlib.sha256()
-    for name in sorted(files):
+    for name in [*sorted(files), "tests/conftest.py"]:
         digest.update((copy / "mutants" / name).read_bytes())
     return digest.hexdigest()[:12]
 
