@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Protocol
 
 import anyio
@@ -577,6 +578,67 @@ class TestStuckStages:
             assert reason.endswith("it did not answer its cancellation)"), reason
             [stack] = stacks
             assert ", in shielded\n" in (stack or ""), stack
+
+    @pytest.mark.anyio
+    async def test_a_run_awaited_through_a_generator_still_wakes_its_stuck_stage(
+        self, anyio_backend: str
+    ) -> None:
+        """
+        A run awaited by a generator-based coroutine (``types.coroutine``, as older
+        libraries and nested runs await): on asyncio the stage's task is still found
+        and woken through it.
+        """
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(2.0)
+
+        @types.coroutine
+        def through_a_generator(awaitable: Any) -> Generator[Any, Any, ck.ContractReport]:
+            report: ck.ContractReport = yield from awaitable
+            return report
+
+        r = rig({"first": passing("first"), "shielded": shielded})
+        run = ck.run_contract(r.implementation, r.suite, timeout=SHORT, max_concurrency=1)
+        report = await through_a_generator(run)
+        assert statuses(report) == [PASSED, FAILED]
+        reason = report["shielded"].reason or ""
+        if anyio_backend == "asyncio":
+            assert "; it waited where no cancellation reached it; interrupted in shielded" in (
+                reason
+            ), reason
+        else:
+            assert reason.endswith("it did not answer its cancellation)"), reason
+
+    @pytest.mark.anyio
+    async def test_a_cleanup_waiting_where_no_cancellation_reaches_is_left_to_end(self) -> None:
+        """
+        A cleanup is shielded, and its own deadline is its guard's: the run's watchdog
+        never wakes one. One that waits shielded past its deadline ends by itself and
+        fails its case; the run goes on.
+        """
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            async def shielded() -> None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.sleep(1.5)
+
+            if number == 0:
+                scope.defer(shielded)
+
+        set_stuck_hook(lambda watch: None)  # it is told where the cleanup waits; not shown
+        try:
+            r = rig({"first": passing("first"), "second": passing("second")}, on_create=on_create)
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        finally:
+            set_stuck_hook(None)
+        assert statuses(report) == [FAILED, PASSED]
+        reason = report["first"].reason or ""
+        assert re.search(
+            r"failed in cleanup: TimeoutError: .*: cleanup .*shielded exceeded the 0\.3s deadline "
+            r"\(stage 'cleanup'; ran \d+\.\ds; it did not answer its cancellation\)$",
+            reason,
+        ), reason
 
     @pytest.mark.anyio
     async def test_the_next_case_of_the_lane_is_cancelled_as_usual(self) -> None:

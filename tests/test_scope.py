@@ -1508,12 +1508,20 @@ class TestWorkSwallowingItsCancellation:
 class TestOverrunMessages:
     @pytest.mark.anyio
     async def test_each_overrun_says_how_the_cleanup_overran(self) -> None:
-        """Sync code that blocked says how long it ran; a cancelled await says where it was."""
+        """
+        Sync code that blocked says how long it ran; a cancelled await says where it
+        was; an await its cancellation did not reach, that it did not answer it.
+        """
 
         def setup(scope: ck.FeatureScope, log: Log) -> None:
+            async def shielded() -> None:
+                with anyio.CancelScope(shield=True):  # the deadline's cancellation waits
+                    await anyio.sleep(2 * TIMEOUT)
+
             def blocks() -> None:
                 time.sleep(2 * TIMEOUT)  # sync code, which nothing cancels
 
+            scope.defer(shielded)
             scope.defer(blocks)
             scope.defer(async_cleanup(log, "b", hangs=True))
 
@@ -1521,7 +1529,12 @@ class TestOverrunMessages:
         with pytest.raises(ExceptionGroup) as raised:
             async with ck.open_feature(implementation, timeout=TIMEOUT):
                 pass
-        hung, blocked = (str(exc) for exc in raised.value.exceptions)
+        hung, blocked, unanswered = (str(exc) for exc in raised.value.exceptions)
+        assert re.fullmatch(
+            r"feature 'test\.scope': cleanup .*\.shielded exceeded the 0\.3s deadline "
+            r"\(stage 'cleanup'; ran \d+\.\ds; it did not answer its cancellation\)",
+            unanswered,
+        ), unanswered
         assert re.fullmatch(
             r"feature 'test\.scope': cleanup cleanup_b exceeded the 0\.3s deadline "
             r"\(stage 'cleanup'; cancelled in cleanup at test_scope\.py:\d+\)",

@@ -23,6 +23,8 @@ from ._scope import OWN_TASKS, FeatureScope, OwnTasks
 from ._shape import _CLEAN, CreateCheck, open_twin
 from ._suite import CaseFunction, ContractSuite, FamilyFunction
 from ._watchdog import (
+    BLOCKED,
+    UNANSWERED,
     StageStuck,
     Watch,
     clock,
@@ -203,7 +205,7 @@ class _Lane(Watch):
         if type(error) is _Late:
             # Returned late by itself: it ran sync code that held the event loop,
             # or it waited where its cancellation did not reach.
-            how = "it did not answer its cancellation" if cancelled else _BLOCKED
+            how = UNANSWERED if cancelled else BLOCKED
             return f" (ran {error.ran:.1f}s; {how})"
         if type(error) is StageStuck:
             ran = clock() - self.due + timeout
@@ -223,7 +225,6 @@ class _Late(Exception):
 _OVERRUNS: Final = (_Late, StageStuck)
 _SCOPE_TYPES: Final[dict[type[BaseException], type[anyio.CancelScope]]] = {}
 """The type of anyio's cancel scope on each kind of event loop, by its cancellation exception."""
-_BLOCKED: Final = "sync code blocked the event loop"
 
 
 async def _watch(lanes: list[_Lane], timeout: float) -> None:

@@ -20,7 +20,16 @@ from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
 from ._shape import session_check
 from ._util import callable_name
-from ._watchdog import Guard, StageStuck, Watch, clock, interruptible, stuck_detail
+from ._watchdog import (
+    BLOCKED,
+    UNANSWERED,
+    Guard,
+    StageStuck,
+    Watch,
+    clock,
+    interruptible,
+    stuck_detail,
+)
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -451,7 +460,7 @@ class FeatureScope:
             returned late by itself, which sync code blocking the loop explains.
         """
         if detail is None:
-            detail = f"ran {ran:.1f}s; sync code blocked the event loop"
+            detail = f"ran {ran:.1f}s; {BLOCKED}"
         elif detail and not detail.startswith("cancelled"):
             detail = f"ran {ran:.1f}s; {detail}"  # it was interrupted
         return TimeoutError(
@@ -462,7 +471,9 @@ class FeatureScope:
     async def _await_cleanup(self, result: Awaitable[object]) -> str | None:
         """
         Await an async cleanup under the deadline; return how it overran, if the
-        deadline cancelled it: ``""``, or where it was when it was interrupted.
+        deadline cancelled it: ``""``, or where it was when it was interrupted, or
+        that it did not answer the cancellation, if it returned late anyway (it
+        swallowed it, or waited shielded from it).
 
         A cleanup that ignores the cancellation is interrupted: it gets
         :class:`StageStuck` instead of the next cancellation, ``grace`` seconds on.
@@ -480,7 +491,8 @@ class FeatureScope:
         finally:
             _within.reset(token)
         if not deadline.cancelled_caught:
-            return None
+            # Late: its cancellation went unanswered; or, never cancelled, sync code held the loop.
+            return UNANSWERED if deadline.cancel_called else None
         return f"cancelled in {guard.where}" if guard.where else ""
 
 

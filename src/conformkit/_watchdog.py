@@ -69,6 +69,13 @@ _COROUTINES: Final = (types.CoroutineType, types.GeneratorType)
 """What :func:`interruptible` drives as it is: a tuple, as ``A | B`` is made at each call."""
 
 
+BLOCKED: Final = "sync code blocked the event loop"
+"""How a stage that returned late, never cancelled, overran: sync code held the loop."""
+UNANSWERED: Final = "it did not answer its cancellation"
+"""How a stage that returned late although cancelled overran: it swallowed the
+cancellation, or waited where it did not reach (a shielded wait)."""
+
+
 class StageStuck(BaseException):
     """
     Raised into a stage that is stuck past its deadline and grace.
@@ -79,7 +86,7 @@ class StageStuck(BaseException):
     :ivar how: how the stage was stuck, for its reason.
     """
 
-    def __init__(self, how: str = "sync code blocked the event loop") -> None:
+    def __init__(self, how: str = BLOCKED) -> None:
         super().__init__(f"stuck past its deadline: {how}; interrupted")
         self.how = how
 
