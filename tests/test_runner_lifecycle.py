@@ -7,6 +7,8 @@ interrupted; the deadline of each stage; background work that outlives its join.
 from __future__ import annotations
 
 import re
+import signal
+import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Generator
@@ -254,11 +256,19 @@ class TestInterruptsUnderConcurrency:
         assert sorted(r.entries("cleanup")) == ["cleanup 0", "cleanup 1"]
 
 
-def holding_rig(stage: str, cases: int, *, seconds: float) -> Rig:
-    """Case "held" holds the event loop ``seconds`` in ``stage``; "after" follows, if 2 cases."""
+def holding_rig(
+    stage: str, cases: int, *, seconds: float = 0.0, hold: Callable[[], None] | None = None
+) -> Rig:
+    """
+    Case "held" holds the event loop in ``stage``, ``seconds`` or as long as ``hold()``
+    runs; "after" follows, if 2 cases.
+    """
 
     def held() -> None:
-        time.sleep(seconds)
+        if hold is not None:
+            hold()
+        else:
+            time.sleep(seconds)
 
     async def on_create(number: int, scope: ck.FeatureScope) -> None:
         if number != 0:
@@ -644,6 +654,37 @@ class TestStuckStages:
             r"\(stage 'cleanup'; ran \d+\.\ds; it did not answer its cancellation\)$",
             reason,
         ), reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    @pytest.mark.parametrize("stage", ["create", "case"])
+    async def test_the_stuck_hook_is_told_the_case_and_stage(self, stage: str, cases: int) -> None:
+        """A stage that nothing could interrupt is handed to the stuck hook by case and stage."""
+        told: list[tuple[str | None, str | None]] = []
+        answered = threading.Event()
+
+        def hook(watch: Any) -> None:  # on the watchdog's thread
+            told.append((watch.case_id, watch.stage))
+            answered.set()
+
+        def held() -> None:
+            # Deaf to the signal the watchdog interrupts with, until the hook is told.
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            try:
+                answered.wait(10)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+        r = holding_rig(stage, cases, hold=held)
+        set_stuck_hook(hook)
+        try:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        finally:
+            set_stuck_hook(None)
+        assert told == [("held", stage)]
+        assert report["held"].status is FAILED
+        if cases == 2:
+            assert report["after"].status is PASSED
 
     @pytest.mark.anyio
     async def test_the_next_case_of_the_lane_is_cancelled_as_usual(self) -> None:
