@@ -687,6 +687,30 @@ class TestStuckStages:
             assert report["after"].status is PASSED
 
     @pytest.mark.anyio
+    async def test_a_case_after_a_cancelled_one_is_judged_on_its_own(self) -> None:
+        """
+        The first case of the lane answered its deadline's cancellation; the next, sync
+        code blocking past its own, is not said to have ignored a cancellation.
+        """
+
+        async def waits(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        def blocks(api: Probe) -> None:
+            time.sleep(60.0)  # interrupted long before
+
+        r = rig({"waits": waits, "blocks": blocks})
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert statuses(report) == [FAILED, FAILED]
+        assert "(cancelled in waits at " in (report["waits"].reason or "")
+        reason = report["blocks"].reason or ""
+        assert re.search(
+            r"stage 'case' exceeded the 0\.3s deadline \(ran \d+\.\ds; sync code blocked the "
+            r"event loop; interrupted in [^()]*blocks at test_runner_lifecycle\.py:\d+",
+            reason,
+        ), reason
+
+    @pytest.mark.anyio
     async def test_the_next_case_of_the_lane_is_cancelled_as_usual(self) -> None:
         """After a stage that had to be woken (asyncio), the next one's deadline cancels it."""
 

@@ -667,8 +667,6 @@ class Execution(Generic[API]):
                 lane.due = lane.deadline = due = started + timeout
                 lane.stage = stage
                 lane.stuck_at = due + grace
-                if lane.first_cancel is not None:
-                    lane.first_cancel = None
             try:
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an

@@ -350,6 +350,8 @@ class FeatureScope:
         watch = self._watch or _UNWATCHED
         if ended is None:
             watch.stage = "cleanup"
+            # No cancellation reached the cleanups yet; nor, in a run, the lane's
+            # next case, which every case's closing comes before.
             if watch.first_cancel is not None:
                 watch.first_cancel = None
             self._begun = 0.0 if start is None else start
