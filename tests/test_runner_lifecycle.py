@@ -548,7 +548,6 @@ class TestStageDeadlines:
 class TestStuckStages:
     """A stage interrupted past its grace fails with where it was stuck, starting in its code."""
 
-    @pytest.mark.frames
     @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
     async def test_the_timeout_notes_the_stack_from_the_code_under_test(self, cases: int) -> None:
@@ -559,6 +558,8 @@ class TestStuckStages:
         [note] = error.__notes__
         assert note.startswith("where it was stuck:\n"), note
         frames = re.findall(r'File "([^"]+)", line \d+, in (\w+)', note)
+        # Under tools/mutation.py, the case's caller is mutmut's trampoline.
+        frames = [frame for frame in frames if frame[1] != "_trampoline_wrapper"]
         assert frames[0] == (__file__, "holding"), note  # conformkit's own frames left out
         assert "held" in [name for _, name in frames], note
 
