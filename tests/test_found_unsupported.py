@@ -123,6 +123,43 @@ async def test_with_no_reason_it_fails_the_case(reason: str) -> None:
     assert (report["keeps_a"].reason or "").startswith("case 'keeps_a' failed: ")
 
 
+class Unreadable:
+    """A reason whose ``__str__`` raises ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __str__(self) -> str:
+        raise self.error
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_with_a_reason_that_cannot_be_read_it_fails_the_case(concurrency: int) -> None:
+    """The case fails, saying so; the run goes on: the reason's error is not the run's."""
+
+    async def unreadable(api: Store) -> None:
+        raise ck.CaseUnsupported(Unreadable(ValueError("no text")))
+
+    report = await ck.run_contract(*rig(unreadable), max_concurrency=concurrency)
+    assert [r.status for r in report.results] == [FAILED, FAILED, PASSED]
+    assert (report["keeps_a"].reason or "").startswith(
+        "case 'keeps_a' failed: conformkit.CaseUnsupported: <exception str() failed> (at "
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_a_keyboard_interrupt_reading_its_reason_stops_the_run(concurrency: int) -> None:
+    """KeyboardInterrupt alone stops a run, wherever it is raised."""
+
+    async def interrupts(api: Store) -> None:
+        raise ck.CaseUnsupported(Unreadable(KeyboardInterrupt("reading the reason")))
+
+    with pytest.raises(KeyboardInterrupt, match="^reading the reason$"):
+        await ck.run_contract(*rig(interrupts), max_concurrency=concurrency)
+
+
 @pytest.mark.anyio
 async def test_a_failed_cleanup_still_fails_the_case() -> None:
     report = await ck.run_contract(

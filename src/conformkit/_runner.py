@@ -817,17 +817,31 @@ class Execution(Generic[API]):
             await anyio.lowlevel.checkpoint_if_cancelled()
             if _natively_cancelled():
                 raise error
-        if stage == "case" and not cleanup_errors and _found_unsupported(error):
-            # The case found, from what the implementation declares through its
-            # API, that its property does not apply: a gap, never a pass.
-            return CaseResult(case_id, _UNSUPPORTED, str(error), duration=duration)
+        if stage == "case" and not cleanup_errors:
+            found = _unsupported_reason(error)
+            if found is not None:
+                # The case found, from what the implementation declares through its
+                # API, that its property does not apply: a gap, never a pass.
+                return CaseResult(case_id, _UNSUPPORTED, found, duration=duration)
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
 
 
-def _found_unsupported(error: BaseException | None) -> bool:
-    """Whether ``error`` is a :class:`CaseUnsupported` with a reason, raised by a case."""
+def _unsupported_reason(error: BaseException | None) -> str | None:
+    """
+    The reason of a :class:`CaseUnsupported` a case raised; ``None`` for any other
+    error, and for one with no reason, or whose reason cannot be read (its
+    argument's ``__str__`` raised): that case fails, its reason saying so.
+    """
     skip = sys.modules.get("conformkit._skip")  # none can be raised before it is imported
-    return skip is not None and type(error) is skip.CaseUnsupported and bool(str(error).strip())
+    if skip is None or type(error) is not skip.CaseUnsupported:
+        return None
+    try:
+        reason = str(error)
+    except KeyboardInterrupt:
+        raise  # it alone stops the run, whoever raised it
+    except BaseException:
+        return None
+    return reason if reason.strip() else None
 
 
 async def _outlast(stragglers: list[_Background]) -> None:
