@@ -139,7 +139,8 @@ async def test_with_a_reason_that_cannot_be_read_it_fails_the_case(concurrency: 
     """The case fails, saying so; the run goes on: the reason's error is not the run's."""
 
     async def unreadable(api: Store) -> None:
-        raise ck.CaseUnsupported(Unreadable(ValueError("no text")))
+        reason: Any = Unreadable(ValueError("no text"))
+        raise ck.CaseUnsupported(reason)
 
     report = await ck.run_contract(*rig(unreadable), max_concurrency=concurrency)
     assert [r.status for r in report.results] == [FAILED, FAILED, PASSED]
@@ -154,7 +155,8 @@ async def test_a_keyboard_interrupt_reading_its_reason_stops_the_run(concurrency
     """KeyboardInterrupt alone stops a run, wherever it is raised."""
 
     async def interrupts(api: Store) -> None:
-        raise ck.CaseUnsupported(Unreadable(KeyboardInterrupt("reading the reason")))
+        reason: Any = Unreadable(KeyboardInterrupt("reading the reason"))
+        raise ck.CaseUnsupported(reason)
 
     with pytest.raises(KeyboardInterrupt, match="^reading the reason$"):
         await ck.run_contract(*rig(interrupts), max_concurrency=concurrency)
