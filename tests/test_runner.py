@@ -8,6 +8,7 @@ import itertools
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -1562,6 +1563,61 @@ class TestStrayCancellation:
             await execution.run(1)
         assert execution.finished() == []
         assert r.log == ["create 0", "cleanup 0"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 600.0])
+    @pytest.mark.parametrize("max_concurrency", [1, 2])
+    async def test_ctrl_c_stops_every_lane(
+        self, max_concurrency: int, timeout: float | None
+    ) -> None:
+        """
+        Ctrl-C, a real SIGINT to a run on the main thread: every case in flight is
+        cancelled and cleaned up, no case starts after it, KeyboardInterrupt propagates.
+        """
+        waiting = anyio.Event()
+
+        async def waits(api: Probe) -> None:
+            waiting.set()
+            await anyio.sleep_forever()
+
+        async def presses(api: Probe) -> None:
+            if max_concurrency > 1:
+                await waiting.wait()  # the other lane's case is in flight
+            signal.raise_signal(signal.SIGINT)
+            await anyio.sleep_forever()
+
+        cases = {"waits": waits, "presses": presses, "third": waits, "fourth": waits}
+        r = rig(cases if max_concurrency > 1 else {"presses": presses, "waits": waits})
+        with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):  # a run not stopped fails
+            await ck.run_contract(
+                r.implementation, r.suite, timeout=timeout, max_concurrency=max_concurrency
+            )
+        in_flight = max_concurrency
+        assert sorted(r.entries("create")) == [f"create {n}" for n in range(in_flight)]
+        assert sorted(r.entries("cleanup")) == [f"cleanup {n}" for n in range(in_flight)]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 600.0])
+    async def test_a_second_ctrl_c_stops_at_once(self, timeout: float | None) -> None:
+        """The first Ctrl-C lets the cleanups run; a second, pressed in one, cuts it short."""
+        log: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            def presses_again() -> None:
+                signal.raise_signal(signal.SIGINT)
+                log.append("went on after the second")
+
+            scope.defer(presses_again)
+
+        async def presses(api: Probe) -> None:
+            signal.raise_signal(signal.SIGINT)
+            await anyio.sleep_forever()
+
+        r = rig({"presses": presses, "after": passing("after")}, on_create=on_create)
+        with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
+            await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+        assert log == []
+        assert r.log == ["create 0", "cleanup 0"]  # the scope's other cleanup still ran
 
 
 class TestOutsideCancellation:
