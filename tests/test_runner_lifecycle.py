@@ -712,6 +712,60 @@ class TestStuckStages:
         ), reason
 
     @pytest.mark.anyio
+    async def test_the_report_of_a_run_stuck_beyond_interruption(self) -> None:
+        """
+        What the command line writes when the stuck hook is told: every result so
+        far, the stuck case failed with where it was stuck, the cases not reached
+        left out.
+        """
+        from conformkit._runner import Execution, RunPlan
+
+        reports: list[ck.ContractReport] = []
+        answered = threading.Event()
+
+        def hook(watch: Any) -> None:  # on the watchdog's thread, as the command line's
+            reports.append(execution.stuck_report(watch))
+            answered.set()
+
+        def held(api: Probe) -> None:
+            # Deaf to the signal the watchdog interrupts with, until the hook is told.
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            try:
+                answered.wait(10)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+        r = rig({"first": passing("first"), "held": held, "never": passing("never")})
+        plan = RunPlan(r.implementation, r.suite, SHORT)
+        execution = Execution(plan, plan.case_ids)
+        set_stuck_hook(hook)
+        try:
+            await execution.run(1)
+        finally:
+            set_stuck_hook(None)
+        [report] = reports
+        assert (report.feature_id, report.implementation) == (
+            r.feature.id,
+            type(r.implementation).__qualname__,
+        )
+        assert [(result.case_id, result.status) for result in report.results] == [
+            ("first", PASSED),
+            ("held", FAILED),
+        ]
+        stuck = report["held"]
+        reason = (
+            f"feature {r.feature.id!r}, case 'held': stage 'case' exceeded the 0.3s deadline "
+            "and is stuck: it could not be interrupted, and the run was stopped"
+        )
+        assert stuck.reason == reason
+        assert isinstance(stuck.error, TimeoutError)
+        assert str(stuck.error) == reason
+        [note] = stuck.error.__notes__
+        assert note.startswith("where it was stuck:\n"), note
+        assert ", in held\n" in note, note
+        assert report.cleanup_errors == ()
+
+    @pytest.mark.anyio
     async def test_the_next_case_of_the_lane_is_cancelled_as_usual(self) -> None:
         """After a stage that had to be woken (asyncio), the next one's deadline cancels it."""
 
