@@ -1599,7 +1599,10 @@ class TestStrayCancellation:
     @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [None, 600.0])
     async def test_a_second_ctrl_c_stops_at_once(self, timeout: float | None) -> None:
-        """The first Ctrl-C lets the cleanups run; a second, pressed in one, cuts it short."""
+        """
+        The first Ctrl-C cancels the case, which goes on to its next await, and lets the
+        cleanups run; a second, pressed in one, cuts it short.
+        """
         log: list[str] = []
 
         async def on_create(number: int, scope: ck.FeatureScope) -> None:
@@ -1611,13 +1614,56 @@ class TestStrayCancellation:
 
         async def presses(api: Probe) -> None:
             signal.raise_signal(signal.SIGINT)
+            log.append("went on after the first")
             await anyio.sleep_forever()
 
         r = rig({"presses": presses, "after": passing("after")}, on_create=on_create)
         with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
             await ck.run_contract(r.implementation, r.suite, timeout=timeout)
-        assert log == []
+        assert log == ["went on after the first"]
         assert r.log == ["create 0", "cleanup 0"]  # the scope's other cleanup still ran
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 600.0])
+    @pytest.mark.parametrize("cases", [1, 2])
+    async def test_the_sigint_handler_found_is_put_back(
+        self, cases: int, timeout: float | None
+    ) -> None:
+        """A run on the main thread handles SIGINT while it runs, and no longer after."""
+        before = signal.getsignal(signal.SIGINT)
+        during: list[object] = []
+
+        async def looks(api: Probe) -> None:
+            during.append(signal.getsignal(signal.SIGINT))
+
+        r = (
+            rig({"looks": looks, "after": passing("after")})
+            if cases == 2
+            else rig({"looks": looks})
+        )
+        await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+        assert signal.getsignal(signal.SIGINT) is before
+        [handler] = during
+        assert handler is not before
+        assert callable(handler)
+
+    @pytest.mark.anyio
+    async def test_a_sigint_handler_the_code_under_test_installed_is_left(self) -> None:
+        """The run puts back the handler it found only over its own: the case's stays."""
+        before = signal.getsignal(signal.SIGINT)
+
+        def own(signum: int, frame: object) -> None:
+            pass
+
+        async def installs(api: Probe) -> None:
+            signal.signal(signal.SIGINT, own)
+
+        r = rig({"installs": installs})
+        try:
+            await ck.run_contract(r.implementation, r.suite)
+            assert signal.getsignal(signal.SIGINT) is own
+        finally:
+            signal.signal(signal.SIGINT, before)
 
 
 class TestOutsideCancellation:
