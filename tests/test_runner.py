@@ -1665,6 +1665,28 @@ class TestStrayCancellation:
         finally:
             signal.signal(signal.SIGINT, before)
 
+    @pytest.mark.anyio
+    async def test_ctrl_c_after_the_watchdog_interrupted_a_case(self) -> None:
+        """
+        The signal that interrupted a blocked case was the watchdog's; Ctrl-C after it
+        is Ctrl-C again: the run stops cleanly.
+        """
+        log: list[str] = []
+
+        def blocks(api: Probe) -> None:
+            time.sleep(60.0)  # interrupted long before
+
+        async def presses(api: Probe) -> None:
+            signal.raise_signal(signal.SIGINT)
+            log.append("went on after Ctrl-C")
+            await anyio.sleep_forever()
+
+        r = rig({"blocks": blocks, "presses": presses, "after": passing("after")})
+        with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
+            await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        assert log == ["went on after Ctrl-C"]
+        assert r.entries("create") == ["create 0", "create 1"]
+
 
 class TestOutsideCancellation:
     """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
