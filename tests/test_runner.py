@@ -42,7 +42,9 @@ TINY = 0.1  # seconds: a deadline for stages that overrun it by design
 TRAMPOLINES = re.compile(
     r" ← _trampoline_wrapper at trampoline\.py:\d+"
     r"| \(at trampoline\.py:\d+ in _trampoline_wrapper\)"
+    r"|(?<=cancelled in )_trampoline_wrapper at trampoline\.py:\d+ ← "
 )
+ONLY_TRAMPOLINES = re.compile(r" \(cancelled in _trampoline_wrapper at trampoline\.py:\d+\)")
 
 
 def plain(reason: str | None) -> str:
@@ -53,7 +55,9 @@ def plain(reason: str | None) -> str:
     """
     if reason is None:
         return ""
-    return TRAMPOLINES.sub("", reason) if os.environ.get("CONFORMKIT_MUTATION") else reason
+    if not os.environ.get("CONFORMKIT_MUTATION"):
+        return reason
+    return ONLY_TRAMPOLINES.sub("", TRAMPOLINES.sub("", reason))
 
 
 class Probe:
