@@ -1498,6 +1498,25 @@ class TestStrayCancellation:
         with pytest.raises(ck.ContractFailure, match="stray: failed"):
             ck.assert_contract(report, require_full=True)
 
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("anyio_backend", ["trio"])  # a trio program need never import asyncio
+    async def test_a_stray_cancellation_where_asyncio_was_never_imported(
+        self, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Not taken for asyncio's own cancellation of the task when there is no asyncio."""
+        stale = await stale_cancellation()
+
+        async def stray(api: Probe) -> None:
+            await anyio.lowlevel.checkpoint()
+            raise stale
+
+        r = rig({"stray": stray, "after": passing("after")})
+        with monkeypatch.context() as patch:
+            patch.delitem(sys.modules, "asyncio")
+            report = await ck.run_contract(r.implementation, r.suite)
+        assert statuses(report) == [FAILED, PASSED]
+        assert report["stray"].error is stale
+
     @pytest.mark.parametrize("max_concurrency", [1, 2, 8])
     def test_a_case_awaiting_a_task_the_implementation_cancelled_fails(
         self, max_concurrency: int

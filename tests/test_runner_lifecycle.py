@@ -630,6 +630,29 @@ class TestStuckStages:
             assert reason.endswith("it did not answer its cancellation)"), reason
 
     @pytest.mark.anyio
+    async def test_the_stuck_stage_is_found_among_many_tasks(self, anyio_backend: str) -> None:
+        """asyncio: its lane's task is found and woken, whichever of the run's tasks is first."""
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            for _ in range(8):
+                scope.start_soon(anyio.sleep_forever)  # cancelled as the scope closes
+
+        async def shielded(api: Probe) -> None:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(2.0)
+
+        r = rig({"shielded": shielded, "after": passing("after")}, on_create=on_create)
+        report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT, max_concurrency=2)
+        assert statuses(report) == [FAILED, PASSED]
+        reason = report["shielded"].reason or ""
+        if anyio_backend == "asyncio":
+            assert "; it waited where no cancellation reached it; interrupted in shielded" in (
+                reason
+            ), reason
+        else:
+            assert reason.endswith("it did not answer its cancellation)"), reason
+
+    @pytest.mark.anyio
     async def test_a_cleanup_waiting_where_no_cancellation_reaches_is_left_to_end(self) -> None:
         """
         A cleanup is shielded, and its own deadline is its guard's: the run's watchdog
