@@ -1711,6 +1711,41 @@ class TestStrayCancellation:
         assert r.entries("create") == ["create 0", "create 1"]
 
 
+    @pytest.mark.anyio
+    async def test_a_case_that_replaced_the_sigint_handler_is_still_interrupted(self) -> None:
+        """
+        Sync code whose SIGINT handler is its own is interrupted without the signal;
+        once it put the run's back, Ctrl-C is Ctrl-C again.
+        """
+        log: list[str] = []
+
+        def blocks(api: Probe) -> None:
+            run_handler = signal.signal(signal.SIGINT, lambda signum, frame: None)
+            try:
+                until = time.monotonic() + 10.0  # interrupted long before
+                while time.monotonic() < until:
+                    time.sleep(0.01)
+                log.append("ran its course")
+            finally:
+                signal.signal(signal.SIGINT, run_handler)
+
+        async def presses(api: Probe) -> None:
+            signal.raise_signal(signal.SIGINT)
+            log.append("went on after Ctrl-C")
+            await anyio.sleep_forever()
+
+        from conformkit._runner import Execution, RunPlan
+
+        r = rig({"blocks": blocks, "presses": presses})
+        plan = RunPlan(r.implementation, r.suite, SHORT)
+        execution = Execution(plan, plan.case_ids)
+        with pytest.raises(KeyboardInterrupt), anyio.fail_after(20):
+            await execution.run(1)
+        assert log == ["went on after Ctrl-C"]
+        [blocked] = execution.finished()  # what the run had judged as it stopped
+        assert blocked.status is FAILED
+        assert "; sync code blocked the event loop; interrupted in " in (blocked.reason or "")
+
 class TestOutsideCancellation:
     """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
 
