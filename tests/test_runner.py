@@ -1710,7 +1710,6 @@ class TestStrayCancellation:
         assert log == ["went on after Ctrl-C"]
         assert r.entries("create") == ["create 0", "create 1"]
 
-
     @pytest.mark.anyio
     async def test_a_case_that_replaced_the_sigint_handler_is_still_interrupted(self) -> None:
         """
@@ -1745,6 +1744,7 @@ class TestStrayCancellation:
         [blocked] = execution.finished()  # what the run had judged as it stopped
         assert blocked.status is FAILED
         assert "; sync code blocked the event loop; interrupted in " in (blocked.reason or "")
+
 
 class TestOutsideCancellation:
     """Cancelling a run from outside propagates, cleans up the interrupted case, records nothing."""
