@@ -1587,6 +1587,13 @@ class TestStrayCancellation:
         assert execution.finished() == []
         assert r.log == ["create 0", "cleanup 0"]
 
+
+class TestSignals:
+    """
+    Ctrl-C and the watchdog's own signal, in runs on the main thread: the run's SIGINT
+    handler tells them apart, and the code under test may block or replace it.
+    """
+
     @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [None, 600.0])
     @pytest.mark.parametrize("max_concurrency", [1, 2])
@@ -1744,6 +1751,46 @@ class TestStrayCancellation:
         [blocked] = execution.finished()  # what the run had judged as it stopped
         assert blocked.status is FAILED
         assert "; sync code blocked the event loop; interrupted in " in (blocked.reason or "")
+
+    @pytest.mark.anyio
+    async def test_the_watchdogs_signal_arriving_elsewhere_interrupts_nothing(self) -> None:
+        """
+        The signal sent to interrupt a blocked stage, held back until the stage had
+        moved on to an await, is not raised into whatever code runs when it arrives.
+        """
+        log: list[str] = []
+        sent = anyio.Event()
+
+        unblocked = anyio.Event()
+
+        async def unblocks() -> None:  # background work of the case's scope
+            await sent.wait()
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])  # it arrives here
+            log.append("unblocked")
+            unblocked.set()
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            scope.start_soon(unblocks)
+
+        async def deaf(api: Probe) -> None:
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            until = time.monotonic() + 10.0
+            while signal.SIGINT not in signal.sigpending() and time.monotonic() < until:
+                time.sleep(0.01)  # blocks the loop until the watchdog sent its signal
+            log.append("signalled")
+            sent.set()
+            with anyio.move_on_after(5.0, shield=True):  # its cancellation waits meanwhile
+                await unblocked.wait()
+            await anyio.sleep_forever()  # cancelled: past its deadline
+
+        r = rig({"deaf": deaf, "after": passing("after")}, on_create=on_create)
+        try:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        assert log == ["signalled", "unblocked"]
+        assert statuses(report) == [FAILED, PASSED]
+        assert report["deaf"].cleanup_errors == ()
 
 
 class TestOutsideCancellation:
