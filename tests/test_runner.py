@@ -1776,7 +1776,7 @@ class TestSignals:
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
             until = time.monotonic() + 10.0
             while signal.SIGINT not in signal.sigpending() and time.monotonic() < until:
-                time.sleep(0.01)  # blocks the loop until the watchdog sent its signal
+                time.sleep(0.01)  # noqa: ASYNC251  # blocks the loop till the signal is sent
             log.append("signalled")
             sent.set()
             with anyio.move_on_after(5.0, shield=True):  # its cancellation waits meanwhile
