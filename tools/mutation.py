@@ -27,8 +27,9 @@ a mutant that hangs its first test does not wait out the limit of all of them. m
 limit is wall time, in a worker beside the others, so its timeout counts as a kill only
 once confirmed: the mutant runs again against the same tests, in a plain pytest of its
 own, and must fail or outlast 3 times their unmutated time plus 30 s, side by side and
-then once more alone. Tests of traceback and caller frames, which mutmut's trampolines
-change, are marked ``frames`` and skipped there.
+then once more alone. So must a mutant whose pytest mutmut saw interrupted (a SIGINT
+handler's mutant that lets Ctrl-C through). Tests of traceback and caller frames,
+which mutmut's trampolines change, are marked ``frames`` and skipped there.
 The copies stay, so that ``--report`` and ``cd .mutation/_scope && mutmut show NAME``
 work after the run.
 
@@ -143,6 +144,8 @@ WIDE_EXTRA: dict[str, list[str]] = {
     "_watchdog": ["tests/test_runner_lifecycle.py", "tests/test_runner.py"],
 }
 WIDE_FILE = "wide.json"
+# What mutmut reported that counts only once a plain pytest run confirms it.
+UNCONFIRMED = ("timeout, not confirmed", "interrupted, not confirmed")
 TARGET = 0.95
 KILLED = {
     "killed",
@@ -156,6 +159,9 @@ KILLED = {
 STATUS = {
     0: "survived",
     1: "killed",
+    # pytest interrupted: a mutant of the SIGINT handler may let Ctrl-C through,
+    # which a plain pytest run of its tests confirms (confirm_timeouts).
+    2: "interrupted",
     3: "killed",
     5: "no tests",
     33: "no tests",
@@ -278,10 +284,10 @@ def results(path: Path) -> Iterator[tuple[str, str]]:
     hashes: dict[str, str] = data.get("hash_by_function_name", {})
     for mutant, code in sorted(data["exit_code_by_key"].items()):
         status = STATUS.get(code, "not checked" if code is None else "suspicious")
-        if status == "timeout":
+        if status in ("timeout", "interrupted"):
             again = timeouts.get(mutant)
             if again is None or again[1] != hashes.get(function_of(mutant)):
-                status = "timeout, not confirmed"
+                status = f"{status}, not confirmed"
             elif again[0] != "survived":
                 status = f"{again[0]} when run again"
             else:
@@ -477,11 +483,13 @@ def rerun_survivors(
 
 def confirm_timeouts(path: Path, max_children: int) -> None:
     """
-    Run each mutant that mutmut timed out again, against the tests mutmut ran it
-    with, in a plain pytest of its own with a limit of 3 times their unmutated time
-    plus 30 s; each kill once more alone. mutmut's limit is wall time, in a worker
-    beside the others: on a loaded machine, tests that wait on deadlines (the
-    watchdog's) outlast it unmutated, and a timeout counts only once confirmed.
+    Run each mutant that mutmut timed out, or whose pytest was interrupted,
+    again, against the tests mutmut ran it with, in a plain pytest of its own with
+    a limit of 3 times their unmutated time plus 30 s; each kill once more alone.
+    mutmut's limit is wall time, in a worker beside the others: on a loaded
+    machine, tests that wait on deadlines (the watchdog's) outlast it unmutated,
+    and a timeout counts only once confirmed. An interrupted pytest counts once a
+    plain run ends with ``KeyboardInterrupt`` too (see :func:`run_wide`).
     The verdicts go to ``timeouts`` in the copy's ``wide.json``, with the mutated
     function's hash.
     """
@@ -495,7 +503,7 @@ def confirm_timeouts(path: Path, max_children: int) -> None:
     known = equivalents()
     pending: dict[str, list[str]] = {}  # by the mutated function's mangled name
     for mutant, status in results(path):
-        if status == "timeout, not confirmed" and mutant not in known:
+        if status in UNCONFIRMED and mutant not in known:
             pending.setdefault(mutant.rpartition("__mutmut_")[0], []).append(mutant)
 
     def keep(mutant: str, verdict: str) -> None:
@@ -504,7 +512,7 @@ def confirm_timeouts(path: Path, max_children: int) -> None:
 
     for function, mutants in sorted(pending.items()):
         tests = sorted(tests_of.get(function, []))
-        print(f"== {len(mutants)} timeout(s) of {function} run again: {len(tests)} test(s)")
+        print(f"== {len(mutants)} unconfirmed kill(s) of {function} again: {len(tests)} test(s)")
         limit = time_limit(copy, tests, f"the tests of {function}")
 
         def check(mutant: str, tests: list[str] = tests, limit: float = limit) -> str:
