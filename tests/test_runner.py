@@ -429,6 +429,25 @@ class TestDeadlines:
         assert len(r.entries("cleanup")) == 3
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2], ids=["one-case", "two-cases"])
+    async def test_an_overrun_in_the_event_loops_own_code_names_no_place(self, cases: int) -> None:
+        """
+        A case cancelled at its deadline while only the event loop's code runs (a
+        sync case that returns ``anyio.sleep()``) exceeded it, and its reason names
+        no place: the loop's frames say nothing of the code under test.
+        """
+        sleeps: Case = lambda api: anyio.sleep(60)  # noqa: E731 - its frame is gone when it waits
+        beside: dict[str, Case] = {} if cases == 1 else {"beside": passing("beside")}
+        r = rig({"sleeps": sleeps, **beside})
+        with anyio.fail_after(20):
+            report = await ck.run_contract(
+                r.implementation, r.suite, timeout=TINY, max_concurrency=cases
+            )
+        assert plain(report["sleeps"].reason) == (
+            "feature 'test.runner', case 'sleeps': stage 'case' exceeded the 0.1s deadline"
+        )
+
+    @pytest.mark.anyio
     async def test_a_deadline_is_enforced_beside_idle_lanes(self) -> None:
         """
         An overrun is cancelled at its deadline while the lanes beside it have no
