@@ -2013,6 +2013,54 @@ class TestDefinitionChecks:
         assert two.log == []
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "mismatch",
+        ["not-an-implementation", "not-a-suite", "other-feature", "same-id", "coverage", "claims"],
+    )
+    async def test_each_rejection_says_what_it_got_whole(self, mismatch: str) -> None:
+        """
+        Each rejection's whole message: what was passed instead, the implementation's
+        class by name, and the phrase about a shared ID only when the IDs are the same.
+        """
+        r = rig({"kept": passing("kept")}, feature_id="test.left")
+        implementation: Any = r.implementation
+        suite: Any = r.suite
+        name = "rig.<locals>.ProbeImplementation"
+        suite_of = "the suite is for feature 'test.{}' but {} implements feature 'test.left'"
+        same_object = "; a suite runs only against implementations of the same Feature object"
+        if mismatch == "not-an-implementation":
+            implementation = Probe(0, [])
+            message = f"expected a FeatureImplementation instance, got {implementation!r}"
+        elif mismatch == "not-a-suite":
+            suite = "not a suite"
+            message = "expected a ContractSuite, got 'not a suite'"
+        elif mismatch == "other-feature":
+            suite = rig({"kept": passing("kept")}, feature_id="test.right").suite
+            message = suite_of.format("right", name) + same_object
+        elif mismatch == "same-id":
+            suite = rig({"kept": passing("kept")}, feature_id="test.left").suite
+            shared = " (two different Feature objects share that ID)"
+            message = suite_of.format("left", name) + shared + same_object
+        elif mismatch == "coverage":
+            implementation.coverage = {"kept": ck.Supported(), "invented": ck.Supported()}
+            message = (
+                f"{name}.coverage names case 'invented', but feature 'test.left' declares "
+                f"no such case"
+            )
+        else:
+            implementation.claims = {"nope"}
+            message = (
+                f"{name}.claims must map family names to the parameters claimed, got {{'nope'}}"
+            )
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            await ck.run_contract(implementation, suite)
+        assert str(raised.value) == message
+        with pytest.raises(ck.ContractDefinitionError) as raised:
+            ck.contract_cases(implementation, suite)
+        assert str(raised.value) == message
+        assert r.log == []
+
+    @pytest.mark.anyio
     async def test_a_suite_missing_a_case_is_rejected(self) -> None:
         """The error names the case the suite has no function for."""
         r = rig({"present": passing("present"), "absent": passing("absent")})
