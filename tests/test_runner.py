@@ -281,6 +281,25 @@ class TestFreshScope:
         assert statuses(report) == [UNSUPPORTED]
         assert r.log == []
 
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 3], ids=["one-case", "three-cases"])
+    async def test_an_all_unsupported_run_never_waits(self, cases: int) -> None:
+        """
+        With nothing to run, a run never waits: awaited in a scope already
+        cancelled, it still gives its whole report, as a sync call would.
+        """
+        names = [f"c{index}" for index in range(cases)]
+        r = rig(
+            {name: passing(name) for name in names},
+            unsupported={name: "read-only backend" for name in names},
+        )
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            report = await ck.run_contract(r.implementation, r.suite, max_concurrency=2)
+        assert statuses(report) == [UNSUPPORTED] * cases
+        assert [result.reason for result in report.results] == ["read-only backend"] * cases
+        assert r.log == []
+
 
 class TestOrder:
     """§4.2: results follow the declared case order, whatever the concurrency."""
