@@ -513,6 +513,29 @@ class TestDeadlines:
         assert counts[0] == before + lanes + watchdogs
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-deadline", "deadline"])
+    @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
+    async def test_a_run_of_one_case_runs_it_in_the_callers_task(
+        self, timeout: float | None, runner: str
+    ) -> None:
+        """One case runs in the task that awaits the run: no task, no watchdog is added."""
+        seen: list[tuple[object, int]] = []
+
+        async def where(api: Probe) -> None:
+            await anyio.lowlevel.checkpoint()
+            seen.append((anyio.get_current_task().id, len(anyio.get_running_tasks())))
+
+        r = rig({"where": where})
+        caller = (anyio.get_current_task().id, len(anyio.get_running_tasks()))
+        if runner == "run_contract":
+            report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+            assert statuses(report) == [PASSED]
+        else:
+            [case] = ck.contract_cases(r.implementation, r.suite, timeout=timeout)
+            await case.run()
+        assert seen == [caller]
+
+    @pytest.mark.anyio
     @pytest.mark.parametrize("runner", ["run_contract", "ContractCase.run"])
     @pytest.mark.parametrize("stage", STAGES)
     async def test_a_run_of_one_case_fails_the_stage_that_overruns(
