@@ -1739,6 +1739,29 @@ class TestSignals:
         assert callable(handler)
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("cases", [1, 2])
+    async def test_a_run_where_sigint_is_ignored_leaves_it_ignored(self, cases: int) -> None:
+        """
+        Over a handler not in Python (SIGINT ignored), a run under deadlines installs
+        none of its own: its cases run and are judged, and SIGINT stays ignored.
+        """
+        during: list[object] = []
+
+        async def looks(api: Probe) -> None:
+            during.append(signal.getsignal(signal.SIGINT))
+
+        beside: dict[str, Case] = {} if cases == 1 else {"beside": passing("beside")}
+        r = rig({"looks": looks, **beside})
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            report = await ck.run_contract(r.implementation, r.suite, timeout=600.0)
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            signal.signal(signal.SIGINT, before)
+        assert statuses(report) == [PASSED] * cases
+        assert during == [signal.SIG_IGN]
+
+    @pytest.mark.anyio
     async def test_a_sigint_handler_the_code_under_test_installed_is_left(self) -> None:
         """The run puts back the handler it found only over its own: the case's stays."""
         before = signal.getsignal(signal.SIGINT)
