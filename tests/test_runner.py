@@ -138,6 +138,16 @@ def passing(name: str) -> Case:
     return case
 
 
+async def run_one_passing(r: Rig, runner: str, timeout: float | None) -> None:
+    """Run the rig's one case through ``run_contract`` or ``ContractCase.run``; it must pass."""
+    if runner == "run_contract":
+        report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+        assert statuses(report) == [PASSED]
+    else:
+        [case] = ck.contract_cases(r.implementation, r.suite, timeout=timeout)
+        await case.run()
+
+
 def quiet(name: str) -> Case:
     """A sync case that never yields to the event loop: it logs ``case NAME on N`` and passes."""
 
@@ -527,12 +537,7 @@ class TestDeadlines:
 
         r = rig({"where": where})
         caller = (anyio.get_current_task().id, len(anyio.get_running_tasks()))
-        if runner == "run_contract":
-            report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
-            assert statuses(report) == [PASSED]
-        else:
-            [case] = ck.contract_cases(r.implementation, r.suite, timeout=timeout)
-            await case.run()
+        await run_one_passing(r, runner, timeout)
         assert seen == [caller]
 
     @pytest.mark.anyio
@@ -590,12 +595,7 @@ class TestDeadlines:
             api.log.append("case finished")
 
         r = rig({"only": slow_case}, on_create=on_create)
-        if runner == "run_contract":
-            report = await ck.run_contract(r.implementation, r.suite, timeout=timeout)
-            assert statuses(report) == [PASSED]
-        else:
-            [case] = ck.contract_cases(r.implementation, r.suite, timeout=timeout)
-            await case.run()
+        await run_one_passing(r, runner, timeout)
         assert r.log == ["create 0", "case finished", "cleanup 0"]
         assert cleanup_done == ["slow cleanup"]
 
