@@ -145,7 +145,8 @@ WIDE_EXTRA: dict[str, list[str]] = {
 }
 WIDE_FILE = "wide.json"
 # What mutmut reported that counts only once a plain pytest run confirms it.
-UNCONFIRMED = ("timeout, not confirmed", "interrupted, not confirmed")
+CONFIRMED_AGAIN = ("timeout", "interrupted")
+UNCONFIRMED = tuple(f"{status}, not confirmed" for status in CONFIRMED_AGAIN)
 TARGET = 0.95
 KILLED = {
     "killed",
@@ -284,7 +285,7 @@ def results(path: Path) -> Iterator[tuple[str, str]]:
     hashes: dict[str, str] = data.get("hash_by_function_name", {})
     for mutant, code in sorted(data["exit_code_by_key"].items()):
         status = STATUS.get(code, "not checked" if code is None else "suspicious")
-        if status in ("timeout", "interrupted"):
+        if status in CONFIRMED_AGAIN:
             again = timeouts.get(mutant)
             if again is None or again[1] != hashes.get(function_of(mutant)):
                 status = f"{status}, not confirmed"
