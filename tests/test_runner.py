@@ -1717,6 +1717,29 @@ class TestSignals:
     @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [None, 600.0])
     @pytest.mark.parametrize("cases", [1, 2])
+    async def test_ctrl_c_after_the_last_wait_still_stops_the_run(
+        self, cases: int, timeout: float | None
+    ) -> None:
+        """
+        Ctrl-C pressed in the last case, which then returns without waiting again:
+        the run may end before the event loop gets to stop it, and raises
+        KeyboardInterrupt all the same, its cleanups run.
+        """
+
+        def presses(api: Probe) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+        before: dict[str, Case] = {} if cases == 1 else {"before": passing("before")}
+        r = rig({**before, "presses": presses})
+        handler = signal.getsignal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
+            await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+        assert r.entries("cleanup") == [f"cleanup {n}" for n in range(cases)]
+        assert signal.getsignal(signal.SIGINT) is handler
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 600.0])
+    @pytest.mark.parametrize("cases", [1, 2])
     async def test_the_sigint_handler_found_is_put_back(
         self, cases: int, timeout: float | None
     ) -> None:

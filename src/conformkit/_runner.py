@@ -516,6 +516,10 @@ class Execution(Generic[API]):
                     lane.__exit__()
             if signals is not None:
                 signals.restore()
+                if signals.pressed and self.interrupt is None:
+                    # Ctrl-C after the run's last wait: the event loop has not run
+                    # its stop yet, and would only once the run has returned.
+                    self.interrupt = KeyboardInterrupt()
             for lane in lanes:
                 # Let go of what refers back to the lane or to the run: cycles
                 # that only the garbage collector would break, which it does
