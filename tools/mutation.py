@@ -40,9 +40,12 @@ mutant that mutmut leaves alive then runs in the *wide check*: those files (and,
 a mutant no test reached or one of an ``__init__``, which may run at import, the
 module's own), with the copy's mutated sources first on the path of every
 interpreter, the fresh ones included. A kill counts once the mutant fails again,
-run alone. Its verdicts are kept in the copy's ``wide.json``, with the hash of the
-mutated function and of the selection's files: a mutant is checked again when its
-function changes, a survivor also when the tests do.
+run alone: first the tests that failed (each passing alone unmutated), then, if
+they pass, the whole selection. Until then it is kept as a kill seen side by side,
+which a run stopped before confirms next time. Its verdicts are kept in the copy's
+``wide.json``, with the hash of the mutated function and of the selection's files:
+a mutant is checked again when its function changes, a survivor also when the
+tests do.
 
 ``--resume`` keeps a module's results and brings the copy up to date with the
 working tree: mutmut runs only the mutants not yet checked and those of the
@@ -68,7 +71,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,6 +147,10 @@ WIDE_EXTRA: dict[str, list[str]] = {
     "_watchdog": ["tests/test_runner_lifecycle.py", "tests/test_runner.py"],
 }
 WIDE_FILE = "wide.json"
+# A test that failed, in pytest's short summary, or hung (tests/conftest.py's line).
+FAILED_TEST = re.compile(r"(?m)^(?:FAILED|ERROR) (\S+?)(?: - .*)?$|^(\S+::\S+) hung: ")
+# A kill seen side by side, kept as such until it is confirmed alone.
+SIDE_BY_SIDE = " side by side"
 # What mutmut reported that counts only once a plain pytest run confirms it.
 CONFIRMED_AGAIN = ("timeout", "interrupted")
 UNCONFIRMED = tuple(f"{status}, not confirmed" for status in CONFIRMED_AGAIN)
@@ -343,7 +350,7 @@ def wide_selection(module: str, status: str) -> list[str]:
 
 def time_limit(copy: Path, files: list[str], what: str) -> float:
     """How long a mutant may run ``files``: 3 times what the unmutated code takes, plus 30 s."""
-    verdict, baseline = run_wide("", copy, files, None)
+    verdict, baseline, _ = run_wide("", copy, files, None)
     if verdict != "survived":
         sys.exit(f"{what} fail on the unmutated code")
     limit = 3 * baseline + 30
@@ -351,8 +358,14 @@ def time_limit(copy: Path, files: list[str], what: str) -> float:
     return limit
 
 
-def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> tuple[str, float]:
-    """Run ``files`` with ``mutant`` active (``""``: none); its status and the seconds it took."""
+def run_wide(
+    mutant: str, copy: Path, files: list[str], limit: float | None
+) -> tuple[str, float, list[str]]:
+    """
+    Run ``files`` with ``mutant`` active (``""``: none): its status, the seconds it
+    took, and the IDs of the tests that failed or hung, as pytest's summary and
+    tests/conftest.py's hang limit name them.
+    """
     mutated = copy / "mutants"
     path = os.environ.get("PYTHONPATH")
     environment = {
@@ -380,15 +393,17 @@ def run_wide(mutant: str, copy: Path, files: list[str], limit: float | None) -> 
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     elapsed = time.monotonic() - started
+    text = output.decode(errors="replace")
+    failed = [match[1] or match[2] for match in FAILED_TEST.finditer(text)]
     if timed_out:
-        return "timeout", elapsed
+        return "timeout", elapsed, failed
     if process.returncode == 0:
-        return "survived", elapsed
+        return "survived", elapsed, []
     if process.returncode in (1, 3):  # tests failed; or pytest failed showing a failure
-        return "killed", elapsed
+        return "killed", elapsed, failed
     if process.returncode == 2 and mutant and b"KeyboardInterrupt" in output:
-        return "killed", elapsed  # a mutant of the SIGINT handler that lets Ctrl-C through
-    tail = output.decode(errors="replace").strip().splitlines()[-1:]
+        return "killed", elapsed, []  # a mutant of the SIGINT handler that lets Ctrl-C through
+    tail = text.strip().splitlines()[-1:]
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
 
 
@@ -398,7 +413,9 @@ def widen(path: Path, max_children: int) -> None:
     wide selection, each kill again alone; keep the verdicts in the copy's
     ``wide.json``, with the mutated function's hash and the selection's: a later
     run checks again the mutants of changed functions, and the survivors once the
-    tests changed.
+    tests changed. A kill seen side by side is kept as such, with the tests that
+    failed, and counts only once confirmed alone: a run stopped in between
+    confirms it next time.
     """
     copy = scratch(path)
     record = copy / WIDE_FILE
@@ -409,12 +426,18 @@ def widen(path: Path, max_children: int) -> None:
     kinds = ("survived", "no tests", "at import")
     selections = {kind: wide_selection(path.stem, kind) for kind in kinds}
     tests = {status: selection_hash(copy, files) for status, files in selections.items()}
+    sound: dict[str, bool] = {}  # whether a test passes alone, unmutated
 
     def judged(mutant: str, status: str) -> bool:
-        verdict, function, *selection = verdicts.get(mutant, ["", ""])
-        if function != hashes.get(function_of(mutant)):
+        verdict, function, *rest = verdicts.get(mutant, ["", ""])
+        if function != hashes.get(function_of(mutant)) or verdict.endswith(SIDE_BY_SIDE):
             return False
-        return verdict != "survived" or selection == [tests[status]]
+        return verdict != "survived" or rest[:1] == [tests[status]]
+
+    def seen_side_by_side(mutant: str, status: str) -> bool:
+        verdict, function, *rest = verdicts.get(mutant, ["", ""])
+        current = function == hashes.get(function_of(mutant)) and rest[:1] == [tests[status]]
+        return current and verdict.endswith(SIDE_BY_SIDE)
 
     left: list[tuple[str, str]] = []
     for mutant, status in results(path):
@@ -430,24 +453,47 @@ def widen(path: Path, max_children: int) -> None:
         print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
         limit = time_limit(copy, files, f"the wide selection of {path.stem}: {files}")
 
-        def check(mutant: str, files: list[str] = files, limit: float = limit) -> tuple[str, str]:
-            return mutant, run_wide(mutant, copy, files, limit)[0]
+        def check(
+            mutant: str, files: list[str] = files, limit: float = limit
+        ) -> tuple[str, str, list[str]]:
+            verdict, _, failed = run_wide(mutant, copy, files, limit)
+            return mutant, verdict, failed
 
-        def keep(mutant: str, verdict: str, selection: str = tests[status]) -> None:
-            verdicts[mutant] = [verdict, hashes.get(function_of(mutant), ""), selection]
+        def keep(
+            mutant: str, verdict: str, failed: Sequence[str] = (), selection: str = tests[status]
+        ) -> None:
+            verdicts[mutant] = [verdict, hashes.get(function_of(mutant), ""), selection, *failed]
             record.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
-        killed = []
-        with ThreadPoolExecutor(max_workers=max_children) as pool:
-            for number, (mutant, verdict) in enumerate(pool.map(check, pending), 1):
-                keep(mutant, verdict)
-                print(f"   {number}/{len(pending)} {verdict:<9}{mutant}", flush=True)
+        def confirm(mutant: str, files: list[str] = files, limit: float = limit) -> str:
+            """
+            Run a kill seen side by side again, alone: the tests that failed first,
+            if each passes alone unmutated; then, unless they fail, the whole selection.
+            """
+            failed = verdicts[mutant][3:]
+            for test in failed:
+                if test not in sound:
+                    sound[test] = run_wide("", copy, [test], None)[0] == "survived"
+            if failed and all(sound[test] for test in failed):
+                verdict = run_wide(mutant, copy, failed, limit)[0]
                 if verdict != "survived":
+                    return verdict
+            return check(mutant, files, limit)[1]
+
+        killed = [mutant for mutant in pending if seen_side_by_side(mutant, status)]
+        fresh = [mutant for mutant in pending if mutant not in killed]
+        with ThreadPoolExecutor(max_workers=max_children) as pool:
+            for number, (mutant, verdict, failed) in enumerate(pool.map(check, fresh), 1):
+                if verdict == "survived":
+                    keep(mutant, verdict)
+                else:
+                    keep(mutant, verdict + SIDE_BY_SIDE, failed)
                     killed.append(mutant)
+                print(f"   {number}/{len(fresh)} {verdict:<9}{mutant}", flush=True)
         # Run side by side, the scenarios' deadlines load the machine enough to fail
         # a sound run now and then: a kill counts only if the mutant fails again alone.
         for number, mutant in enumerate(killed, 1):
-            verdict = check(mutant)[1]
+            verdict = confirm(mutant)
             keep(mutant, verdict)
             print(f"   confirmed alone {number}/{len(killed)} {verdict:<9}{mutant}", flush=True)
 
