@@ -6,6 +6,8 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py --module _scope    # one module (repeat the option for more)
     python tools/mutation.py --report           # print the scores of the last runs again
     python tools/mutation.py --module _runner --resume   # go on where a run ended
+    python tools/mutation.py --module _runner --mutants 'conformkit._runner.xǁExecutionǁrun__*'
+                                                # one function's mutants alone, run and counted
 
 mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a time
 in a core module (a comparison, a constant, a removed statement, an ``await``...)
@@ -61,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import hashlib
 import json
 import os
@@ -283,14 +286,19 @@ timeout_constant = 10.0
     return copy
 
 
-def results(path: Path) -> Iterator[tuple[str, str]]:
-    """Each mutant of a source file with its status, from mutmut's record of the last run."""
+def results(path: Path, only: Sequence[str] = ()) -> Iterator[tuple[str, str]]:
+    """
+    Each mutant of a source file with its status, from mutmut's record of the last
+    run; with ``only``, the mutants whose names match one of its patterns alone.
+    """
     data = json.loads(meta_of(path).read_text(encoding="utf-8"))
     wide = read_record(scratch(path))
     verdicts: dict[str, list[str]] = wide.get("mutants", {})
     timeouts: dict[str, list[str]] = wide.get("timeouts", {})
     hashes: dict[str, str] = data.get("hash_by_function_name", {})
     for mutant, code in sorted(data["exit_code_by_key"].items()):
+        if not selected(mutant, only):
+            continue
         status = STATUS.get(code, "not checked" if code is None else "suspicious")
         if status in CONFIRMED_AGAIN:
             again = timeouts.get(mutant)
@@ -309,6 +317,11 @@ def results(path: Path) -> Iterator[tuple[str, str]]:
         ):
             status = f"{verdict[0]} by the wide check"
         yield mutant, status
+
+
+def selected(mutant: str, only: Sequence[str]) -> bool:
+    """Whether ``--mutants`` leaves ``mutant`` in: it matches one of ``only``, or none is given."""
+    return not only or any(fnmatch.fnmatchcase(mutant, pattern) for pattern in only)
 
 
 def read_record(copy: Path) -> dict[str, Any]:
@@ -407,7 +420,7 @@ def run_wide(
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
 
 
-def widen(path: Path, max_children: int) -> None:
+def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
     """
     Run each mutant that mutmut left alive (and no equivalent lists) against its
     wide selection, each kill again alone; keep the verdicts in the copy's
@@ -440,7 +453,7 @@ def widen(path: Path, max_children: int) -> None:
         return current and verdict.endswith(SIDE_BY_SIDE)
 
     left: list[tuple[str, str]] = []
-    for mutant, status in results(path):
+    for mutant, status in results(path, only):
         if status not in ("survived", "no tests") or mutant in known:
             continue
         kind = "at import" if function_of(mutant).endswith("ǁ__init__") else status
@@ -499,7 +512,12 @@ def widen(path: Path, max_children: int) -> None:
 
 
 def rerun_survivors(
-    path: Path, command: list[str], environment: dict[str, str], *, resume: bool
+    path: Path,
+    command: list[str],
+    environment: dict[str, str],
+    *,
+    resume: bool,
+    only: Sequence[str] = (),
 ) -> None:
     """
     mutmut runs a mutant again only once its function changes, not its tests: so
@@ -516,7 +534,7 @@ def rerun_survivors(
         known = equivalents()
         names = [
             mutant
-            for mutant, status in results(path)
+            for mutant, status in results(path, only)
             if status in ("survived", "no tests") and mutant not in known
         ]
         if names:
@@ -528,7 +546,7 @@ def rerun_survivors(
     record.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
 
-def confirm_timeouts(path: Path, max_children: int) -> None:
+def confirm_timeouts(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
     """
     Run each mutant that mutmut timed out, or whose pytest was interrupted,
     again, against the tests mutmut ran it with, in a plain pytest of its own with
@@ -549,7 +567,7 @@ def confirm_timeouts(path: Path, max_children: int) -> None:
     tests_of: dict[str, list[str]] = stats["tests_by_mangled_function_name"]
     known = equivalents()
     pending: dict[str, list[str]] = {}  # by the mutated function's mangled name
-    for mutant, status in results(path):
+    for mutant, status in results(path, only):
         if status in UNCONFIRMED and mutant not in known:
             pending.setdefault(mutant.rpartition("__mutmut_")[0], []).append(mutant)
 
@@ -606,8 +624,10 @@ def mutated_line(patch: str) -> str:
     return ""
 
 
-def report(paths: list[Path]) -> int:
-    known = equivalents()
+def report(paths: list[Path], only: Sequence[str] = ()) -> int:
+    known = {name: entry for name, entry in equivalents().items() if selected(name, only)}
+    if only:
+        print(f"only the mutants matching {' or '.join(only)}")
     seen: set[str] = set()
     stale: list[str] = []
     failing = False
@@ -615,7 +635,7 @@ def report(paths: list[Path]) -> int:
     survivors: list[tuple[str, str, str]] = []
     for path in paths:
         total = killed = equivalent = 0
-        for mutant, status in results(path):
+        for mutant, status in results(path, only):
             total += 1
             if status in KILLED:
                 killed += 1
@@ -668,7 +688,15 @@ def main() -> int:
         help="keep the module's results: run only the mutants not yet checked, and those "
         "of the functions changed since",
     )
+    parser.add_argument(
+        "--mutants",
+        action="append",
+        metavar="PATTERN",
+        help="run and count only the mutants whose names match (repeatable), e.g. "
+        "'conformkit._runner.xǁExecutionǁrun__mutmut_*' after a change to that function",
+    )
     arguments = parser.parse_args()
+    only: list[str] = arguments.mutants or []
     paths = source_paths()
     if arguments.module:
         by_name = {path.stem: path for path in paths}
@@ -686,12 +714,12 @@ def main() -> int:
         for path in paths:
             print(f"== mutating {path.relative_to(ROOT)} in {scratch(path).relative_to(ROOT)}")
             copy = prepare(path, resume=arguments.resume)
-            if subprocess.run(command, cwd=copy, env=environment, check=False).returncode:
+            if subprocess.run([*command, *only], cwd=copy, env=environment).returncode:
                 sys.exit(f"tools/mutation.py: mutmut failed on {path.stem}; see above")
-            rerun_survivors(path, command, environment, resume=arguments.resume)
-            confirm_timeouts(path, arguments.max_children or 1)
-            widen(path, arguments.max_children or 1)
-    return report(paths)
+            rerun_survivors(path, command, environment, resume=arguments.resume, only=only)
+            confirm_timeouts(path, arguments.max_children or 1, only)
+            widen(path, arguments.max_children or 1, only)
+    return report(paths, only)
 
 
 if __name__ == "__main__":
