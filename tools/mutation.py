@@ -440,6 +440,7 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
     selections = {kind: wide_selection(path.stem, kind) for kind in kinds}
     tests = {status: selection_hash(copy, files) for status, files in selections.items()}
     sound: dict[str, bool] = {}  # whether a test passes alone, unmutated
+    limits: dict[tuple[str, ...], float] = {}
 
     def judged(mutant: str, status: str) -> bool:
         verdict, function, *rest = verdicts.get(mutant, ["", ""])
@@ -464,7 +465,11 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
         if not pending:
             continue
         print(f"== wide check of {len(pending)} mutant(s) of {path.stem}: {' '.join(files)}")
-        limit = time_limit(copy, files, f"the wide selection of {path.stem}: {files}")
+        # The kinds' selections are often the same files: their time is measured once.
+        key = tuple(sorted(files))
+        if key not in limits:
+            limits[key] = time_limit(copy, files, f"the wide selection of {path.stem}: {files}")
+        limit = limits[key]
 
         def check(
             mutant: str, files: list[str] = files, limit: float = limit
