@@ -151,7 +151,8 @@ WIDE_EXTRA: dict[str, list[str]] = {
 }
 WIDE_FILE = "wide.json"
 # A test that failed, in pytest's short summary, or hung (tests/conftest.py's line).
-FAILED_TEST = re.compile(r"(?m)^(?:FAILED|ERROR) (\S+?)(?: - .*)?$|^(\S+::\S+) hung: ")
+# An ID may hold spaces (a parameter's): the summary's message follows " - ".
+FAILED_TEST = re.compile(r"(?m)^(?:FAILED|ERROR) (.+?)(?: - .*)?$|^(\S+::.+?) hung: ")
 # A kill seen side by side, kept as such until it is confirmed alone.
 SIDE_BY_SIDE = " side by side"
 # What mutmut reported that counts only once a plain pytest run confirms it.
@@ -372,12 +373,13 @@ def time_limit(copy: Path, files: list[str], what: str) -> float:
 
 
 def run_wide(
-    mutant: str, copy: Path, files: list[str], limit: float | None
+    mutant: str, copy: Path, files: list[str], limit: float | None, *, found: bool = True
 ) -> tuple[str, float, list[str]]:
     """
     Run ``files`` with ``mutant`` active (``""``: none): its status, the seconds it
     took, and the IDs of the tests that failed or hung, as pytest's summary and
-    tests/conftest.py's hang limit name them.
+    tests/conftest.py's hang limit name them. ``found=False``: the tests may not
+    be found (an ID read off a summary), and then the status is ``"not run"``.
     """
     mutated = copy / "mutants"
     path = os.environ.get("PYTHONPATH")
@@ -416,6 +418,8 @@ def run_wide(
         return "killed", elapsed, failed
     if process.returncode == 2 and mutant and b"KeyboardInterrupt" in output:
         return "killed", elapsed, []  # a mutant of the SIGINT handler that lets Ctrl-C through
+    if process.returncode in (4, 5) and not found:  # usage error, or no tests collected
+        return "not run", elapsed, []
     tail = text.strip().splitlines()[-1:]
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")
 
@@ -491,7 +495,7 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
             failed = verdicts[mutant][3:]
             for test in failed:
                 if test not in sound:
-                    sound[test] = run_wide("", copy, [test], None)[0] == "survived"
+                    sound[test] = run_wide("", copy, [test], None, found=False)[0] == "survived"
             if failed and all(sound[test] for test in failed):
                 verdict = run_wide(mutant, copy, failed, limit)[0]
                 if verdict != "survived":
