@@ -446,23 +446,25 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
     sound: dict[str, bool] = {}  # whether a test passes alone, unmutated
     limits: dict[tuple[str, ...], float] = {}
 
-    def judged(mutant: str, status: str) -> bool:
+    def standing(mutant: str, status: str) -> str:
+        """
+        What the record holds of the mutant's present code: ``"judged"``, a kill
+        to confirm alone (``SIDE_BY_SIDE``), or ``""``: it runs.
+        """
         verdict, function, *rest = verdicts.get(mutant, ["", ""])
-        if function != hashes.get(function_of(mutant)) or verdict.endswith(SIDE_BY_SIDE):
-            return False
-        return verdict != "survived" or rest[:1] == [tests[status]]
-
-    def seen_side_by_side(mutant: str, status: str) -> bool:
-        verdict, function, *rest = verdicts.get(mutant, ["", ""])
-        current = function == hashes.get(function_of(mutant)) and rest[:1] == [tests[status]]
-        return current and verdict.endswith(SIDE_BY_SIDE)
+        if function != hashes.get(function_of(mutant)):
+            return ""
+        same_tests = rest[:1] == [tests[status]]
+        if verdict.endswith(SIDE_BY_SIDE):
+            return SIDE_BY_SIDE if same_tests else ""
+        return "judged" if verdict != "survived" or same_tests else ""
 
     left: list[tuple[str, str]] = []
     for mutant, status in results(path, only):
         if status not in ("survived", "no tests") or mutant in known:
             continue
         kind = "at import" if function_of(mutant).endswith("ǁ__init__") else status
-        if not judged(mutant, kind):
+        if standing(mutant, kind) != "judged":
             left.append((mutant, kind))
     for status, files in selections.items():
         pending = [mutant for mutant, left_status in left if left_status == status]
@@ -502,7 +504,7 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
                     return verdict
             return check(mutant, files, limit)[1]
 
-        killed = [mutant for mutant in pending if seen_side_by_side(mutant, status)]
+        killed = [mutant for mutant in pending if standing(mutant, status) == SIDE_BY_SIDE]
         fresh = [mutant for mutant in pending if mutant not in killed]
         with ThreadPoolExecutor(max_workers=max_children) as pool:
             for number, (mutant, verdict, failed) in enumerate(pool.map(check, fresh), 1):
