@@ -149,7 +149,7 @@ class TestRuns:
 
     @pytest.mark.parametrize("backend", ["asyncio", "trio"])
     def test_sys_exit_in_the_code_under_test_fails_its_test_alone(self, backend: Backend) -> None:
-        """A case whose code calls sys.exit(0) is an error of its own; the other tests still run."""
+        """A case whose code calls sys.exit(0) fails its own test; the other tests still run."""
 
         def exits() -> Store:
             raise SystemExit(0)
@@ -159,13 +159,13 @@ class TestRuns:
         )
         result = run(test_case)
         assert result.testsRun == 6
-        assert sorted(test.id().rpartition(".")[2] for test, _ in result.errors) == [
+        assert sorted(test.id().rpartition(".")[2] for test, _ in result.failures) == [
             "test_Exits_debug_off",
             "test_Exits_missing",
             "test_Exits_read_your_writes",
         ]
-        assert all("SystemExit: 0" in text for _, text in result.errors)
-        assert result.failures == []
+        assert all("SystemExit: 0" in text for _, text in result.failures)
+        assert result.errors == []
 
     def test_asyncio_debug_mode_is_off(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """The cases run with asyncio's debug mode off, even when the environment asks for it."""

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
 
-from ._exceptions import ContractDefinitionError, FeatureUnavailable, LawViolation
+from ._exceptions import (
+    ContractDefinitionError,
+    ContractFailure,
+    FeatureUnavailable,
+    LawViolation,
+)
 from ._explain import describe_error, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, declared_api
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
@@ -1352,6 +1357,11 @@ class ContractCase(Generic[API]):
         :raises Exception: the case's own error when it failed or was unavailable;
             an exception group when cleanups failed; :class:`TimeoutError` when a
             stage overran.
+        :raises ContractFailure: when the case failed with an error that a test
+            runner would read as something else than a failure (a skip, an
+            expected failure, an exit, a cancellation, any ``BaseException`` that
+            is not an ``Exception``), chained from that error, its message the
+            case's reason.
         """
         __tracebackhide__ = True  # pytest shows the case's frames, not this one
         if isinstance(self.coverage, Unsupported):
@@ -1379,6 +1389,10 @@ class ContractCase(Generic[API]):
         if not errors:
             raise LawViolation(f"case {self.id!r}: {result.reason}")
         if len(errors) == 1 and result.error is not None:
+            if _misread(result.error):
+                raise ContractFailure(
+                    f"{self.implementation}: {result.reason}", execution.report()
+                ) from result.error
             raise errors[0]
         raise BaseExceptionGroup(result.reason or f"case {self.id!r} failed", errors)
 
@@ -1386,6 +1400,26 @@ class ContractCase(Generic[API]):
         """:meth:`run` from synchronous code, on an event loop of its own."""
         __tracebackhide__ = True
         anyio.run(self.run, backend=check_backend(backend))
+
+
+def _misread(error: BaseException) -> bool:
+    """
+    Whether a test runner or a program would read ``error``, raised from a test,
+    as something else than its failure: a skip (``unittest.SkipTest``, which
+    ``CaseUnsupported`` with no reason or a subclass of it is; pytest's
+    ``skip``), an expected failure (pytest's ``xfail``), the end of the session
+    or of the process (pytest's ``exit``, ``SystemExit(0)``), the caller's own
+    cancellation, or any other ``BaseException`` that is not an ``Exception``.
+    The test modules are not imported for this: an error of theirs can only
+    exist once they are.
+    """
+    if not isinstance(error, Exception):
+        return True  # KeyboardInterrupt never gets here: it stops the run
+    unittest = sys.modules.get("unittest")
+    if unittest is not None and isinstance(error, unittest.SkipTest):
+        return True
+    outcomes = sys.modules.get("_pytest.outcomes")
+    return outcomes is not None and isinstance(error, outcomes.Exit)
 
 
 def contract_cases(
