@@ -224,3 +224,28 @@ class TestInUnittest:
         assert len(failed) == 1
         assert failed[0].endswith("_Impl_hostile")
         assert (result.errors, len(result.skipped), result.wasSuccessful()) == ([], 1, False)
+
+
+class TestUnreadableMessages:
+    """A report describes an error whose ``__str__`` raises, as a traceback does."""
+
+    async def test_to_dict(self) -> None:
+        """The report is written, its message saying so, instead of the writer crashing."""
+
+        async def hostile(api: Store) -> None:
+            raise ck.CaseUnsupported(Unreadable())  # type: ignore[arg-type]
+
+        class Impl(ck.FeatureImplementation[Store]):
+            feature = feature
+            coverage = feature.coverage(unsupported={"gap": "no gaps filled here"})
+
+            def create(self, scope: ck.FeatureScope) -> Store:
+                return Store()
+
+        suite: ck.ContractSuite[Store, Any] = ck.ContractSuite(
+            feature, {"hostile": hostile, "gap": hostile}
+        )
+        report = await ck.run_contract(Impl(), suite)
+        error = report.to_dict()["results"][0]["error"]
+        assert error["type"] == "conformkit.CaseUnsupported"
+        assert error["message"] == "<exception str() failed>"

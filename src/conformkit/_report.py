@@ -193,9 +193,19 @@ def describe_exception(exc: BaseException) -> dict[str, str]:
     )
     return {
         "type": name,
-        "message": str(exc),
+        "message": _message(exc),
         "traceback": traceback_text(exc),
     }
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or what a traceback shows when the code under test's ``__str__`` raises."""
+    try:
+        return str(exc)
+    except KeyboardInterrupt:
+        raise  # it alone stops the run, whoever raised it
+    except BaseException:
+        return "<exception str() failed>"
 
 
 @final
