@@ -90,6 +90,8 @@ ENTRY_POINTS = {
     "pytest --conformkit": EntryPoint(frozenset(), whole_report=False, exact=False),
     "pytest --conformkit -n 2": EntryPoint(frozenset(), whole_report=False, exact=False),
     "contract_test_case()": EntryPoint(frozenset(), whole_report=False, exact=False),
+    "contract_test()": EntryPoint(frozenset(), whole_report=False, exact=False),
+    "contract_cases()": EntryPoint(frozenset(), whole_report=False, exact=False),
 }
 """Every entry point this file runs, by the name the table of docs/running.md gives it."""
 
@@ -281,7 +283,12 @@ def start(args: Sequence[str], cwd: Path) -> subprocess.Popen[str]:
 
 def start_all(folder: Path) -> list[Started]:
     python = sys.executable
-    (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # not this project's
+    # pytest runs in folders of its own, with a configuration that is not this project's:
+    # the plugin's in one where it finds no test module, the test modules in another.
+    plugin, modules = folder / "plugin", folder / "modules"
+    for place in (plugin, modules):
+        place.mkdir()
+        (place / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     started = []
     for backend in BACKENDS:
         for mode, entry in (
@@ -305,8 +312,63 @@ def start_all(folder: Path) -> list[Started]:
             args = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *workers]
             args += ["--conformkit", f"{CORPUS}:{name}", "--junitxml", str(output)]
             args += [arg for backend in BACKENDS for arg in ("--conformkit-backend", backend)]
-            started.append(Started(entry, "both", name, start(args, folder), output))
+            started.append(Started(entry, "both", name, start(args, plugin), output))
+    for entry, tests in (("contract_test()", CONTRACT_TEST), ("contract_cases()", PYTEST_LOOP)):
+        for name in TARGETS:
+            module = modules / f"test_{entry.partition('(')[0]}_{name}.py"
+            module.write_text(PAIRS.format(corpus=str(CORPUS), target=name) + tests, "utf-8")
+            output = folder / f"{module.stem}.xml"
+            args = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", module.name]
+            args += ["--junitxml", str(output)]
+            started.append(Started(entry, "both", name, start(args, modules), output))
     return started
+
+
+PAIRS = """
+import importlib.util
+import sys
+
+import pytest
+
+import conformkit as ck
+from conformkit.pytest_plugin import contract_test
+
+spec = importlib.util.spec_from_file_location("hostile", {corpus!r})
+hostile = importlib.util.module_from_spec(spec)
+sys.modules["hostile"] = hostile
+spec.loader.exec_module(hostile)
+SUITES = [item for item in hostile.{target} if isinstance(item, ck.ContractSuite)]
+PAIRS = [
+    (item, next(suite for suite in SUITES if suite.feature is item.feature))
+    for item in hostile.{target}
+    if isinstance(item, ck.FeatureImplementation)
+]
+"""
+"""The start of a test module: each implementation of a target, with its suite."""
+CONTRACT_TEST = """
+for number, (implementation, suite) in enumerate(PAIRS):
+    globals()[f"test_contract_{number}"] = contract_test(
+        implementation, suite, backends=("asyncio", "trio")
+    )
+"""
+"""The rest of a test module of ``contract_test()``, one test function per implementation."""
+PYTEST_LOOP = """
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+
+CASES = [
+    case for implementation, suite in PAIRS for case in ck.contract_cases(implementation, suite)
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.implementation}-{case}")
+async def test_loop(case):
+    await case.run()
+"""
+"""The rest of a test module that loops over ``contract_cases()``, as docs/running.md shows."""
 
 
 def read_pytest(process: subprocess.CompletedProcess[str], output: Path) -> dict[str, Outcome]:
@@ -319,8 +381,13 @@ def read_pytest(process: subprocess.CompletedProcess[str], output: Path) -> dict
         for backend in (*BACKENDS, "both")
     }
     for testcase in ElementTree.parse(output).iter("testcase"):
-        implementation = testcase.get("classname", "").rpartition(".")[2]
-        case_id, _, backend = testcase.get("name", "").rstrip("]").partition("[")
+        name, _, parameters = testcase.get("name", "").rstrip("]").partition("[")
+        if name.startswith("test_"):  # test_loop[asyncio-Sound-works], or Sound-works-asyncio
+            backend = next((part for part in parameters.split("-") if part in BACKENDS), "")
+            implementation, case_id = [p for p in parameters.split("-") if p != backend][-2:]
+        else:  # the plugin's works[asyncio], in the class corpus.stages.Sound
+            implementation = testcase.get("classname", "").rpartition(".")[2]
+            case_id, backend = name, parameters
         if backend not in BACKENDS:
             continue  # not a contract's item: a session that ended early records one
         tags = {child.tag for child in testcase}
@@ -368,7 +435,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[Key, Outcome]:
             seen[key] = {"hung": stderr[-3000:]}
             continue
         done = subprocess.CompletedProcess(one.process.args, one.process.returncode, stdout, stderr)
-        if one.entry.startswith("pytest"):
+        if one.output.suffix == ".xml":  # a pytest run's JUnit XML
             for backend, outcome in read_pytest(done, one.output).items():
                 seen[one.entry, backend, one.run] = outcome
         elif one.entry == "conformkit run":
