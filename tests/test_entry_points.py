@@ -96,21 +96,26 @@ ENTRY_POINTS = {
 """Every entry point this file runs, by the name the table of docs/running.md gives it."""
 
 FLAG_RUNS: dict[str, tuple[dict[str, bool], dict[str, bool], dict[tuple[str, str], str]]] = {
-    "require_full": ({"require_full": True}, {"Sound": True, "Gappy": False, "Shared": True}, {}),
+    "require_full": (
+        {"require_full": True},
+        {"Sound": True, "Gappy": False, "Shared": True, "Thorough": False, "Narrow": False},
+        {},
+    ),
     "require_exercised": (
         {"reject_vacuous": True, "require_exercised": True},
-        # vacuous fails each that runs it; Sound and Shared never call size().
-        {"Sound": False, "Gappy": False, "Shared": False},
+        # vacuous fails where it runs; Narrow runs no case that writes.
+        {"Sound": False, "Gappy": False, "Shared": False, "Thorough": True, "Narrow": False},
         {("Sound", "vacuous"): FAILED, ("Gappy", "vacuous"): FAILED, ("Shared", "vacuous"): FAILED},
     ),
     "reject_stale": (
         {"probe_unsupported": True, "reject_stale": True},
-        {"Sound": True, "Gappy": False, "Shared": True},  # Gappy's gap passes when probed
+        # every declared gap passes when probed
+        {"Sound": True, "Gappy": False, "Shared": True, "Thorough": False, "Narrow": False},
         {},
     ),
     "check_isolation": (
         {"check_isolation": True},
-        {"Sound": True, "Gappy": True, "Shared": False},
+        {"Sound": True, "Gappy": True, "Shared": False, "Thorough": True, "Narrow": True},
         {("Shared", case): FAILED for case in ("works", "gap", "vacuous")},
     ),
 }

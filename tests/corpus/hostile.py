@@ -318,6 +318,7 @@ stages_suite = ck.ContractSuite(stages)
 async def works(api: Store) -> None:
     await api.write("k", "v")
     assert await api.read("k") == "v"
+    assert api.size() == 1
 
 
 @stages_suite.case
@@ -447,6 +448,8 @@ def wrong_shape(scope: ck.FeatureScope) -> Shapeless:
 Sound = stage("Sound", fine, PASSED, unsupported={})
 Gappy = stage("Gappy", fine, PASSED, unsupported={"gap": "a declared gap"})
 Shared = stage("Shared", shared, PASSED, unsupported={})
+Thorough = stage("Thorough", fine, PASSED, unsupported={"vacuous": "a declared gap"})
+Narrow = stage("Narrow", fine, PASSED, unsupported={"works": "a gap", "vacuous": "a gap"})
 # What fails.
 Void = stage("Void", fine, PASSED, unsupported={case: "nothing here" for case in stages.cases})
 CreateRaises = stage("CreateRaises", raises_in_create, FAILED)
@@ -462,7 +465,7 @@ CreateSpins = stage("CreateSpins", create_spins, FAILED, timeout=SHORT)
 ReturnsNone = stage("ReturnsNone", returns_none, FAILED)
 WrongShape = stage("WrongShape", wrong_shape, FAILED)
 
-HOLDING = (stages_suite, Sound(), Gappy(), Shared())
+HOLDING = (stages_suite, Sound(), Gappy(), Shared(), Thorough(), Narrow())
 FAILING = (
     cases_suite,
     Cases(),
@@ -483,5 +486,5 @@ FAILING = (
     ReturnsNone(),
     WrongShape(),
 )
-FLAGGED = (stages_suite, Sound(), Gappy(), Shared(), Void())
+FLAGGED = (stages_suite, Sound(), Gappy(), Shared(), Thorough(), Narrow(), Void())
 TARGETS = {"HOLDING": HOLDING, "FAILING": FAILING, "FLAGGED": FLAGGED}
