@@ -17,7 +17,9 @@ class CaseUnsupported(ConformkitError, unittest.SkipTest):
     through its API shows that the case's property does not apply to it (a store
     that keeps no such field, say). The case is then reported ``unsupported`` with
     that reason: a gap, never a pass, which ``require_full`` rejects. Raised from
-    ``create`` or a cleanup, or with no reason, it fails the case.
+    ``create`` or a cleanup, with no reason, or as a subclass, it fails the case,
+    and :meth:`ContractCase.run` raises a :class:`ContractFailure` chained from
+    it, which no test runner reads as a skip.
 
     Derives from :class:`unittest.SkipTest`, which both pytest and unittest report
     as a skip carrying the declared reason.
