@@ -249,3 +249,14 @@ class TestUnreadableMessages:
         error = report.to_dict()["results"][0]["error"]
         assert error["type"] == "conformkit.CaseUnsupported"
         assert error["message"] == "<exception str() failed>"
+
+    def test_a_keyboard_interrupt_from_str_propagates(self) -> None:
+        """Ctrl-C while the message is read stops whatever reads it, as it stops a run."""
+
+        class Interrupting(Exception):
+            def __str__(self) -> str:
+                raise KeyboardInterrupt("reading the message")
+
+        result = ck.CaseResult("hostile", ck.CaseStatus.FAILED, "failed", Interrupting())
+        with pytest.raises(KeyboardInterrupt, match="^reading the message$"):
+            result.to_dict()
