@@ -263,10 +263,17 @@ def _execute(
             entries[progress.running] = Entry.of(
                 pairs[progress.running], execution.stuck_report(watch)
             )
-        reason = (
-            f"case {watch.case_id!r} of {progress.label} is stuck in stage {watch.stage!r} "
-            f"past its {watch.timeout or 0:g}s deadline and could not be interrupted"
-        )
+        if watch.task is None:
+            reason = (
+                f"case {watch.case_id!r} of {progress.label} is stuck in stage {watch.stage!r} "
+                f"past its {watch.timeout or 0:g}s deadline and could not be interrupted"
+            )
+        else:
+            reason = (
+                f"case {watch.case_id!r} of {progress.label}: background task {watch.task!r} "
+                f"did not stop within {watch.timeout or 0:g}s of being cancelled and could "
+                f"not be interrupted"
+            )
         try:
             if line is not None:
                 line.clear()
