@@ -1744,6 +1744,138 @@ for _kind in STUCK_KINDS:
     )
 
 
+# The command line ends whatever background work does: where nothing can interrupt
+# the work, with what it judged written, one line naming the stuck task, status 2.
+
+STUCK_CONTRACT = """
+import os
+import threading
+
+import anyio
+
+import conformkit as ck
+
+KIND = os.environ["KIND"]
+stuck_feature = ck.Feature[anyio.Event]("tests.stuck", cases=("first", "second"))
+suite = ck.ContractSuite(stuck_feature)
+
+
+async def work(started: anyio.Event) -> None:
+    if KIND == "a shielded sleep":
+        with anyio.CancelScope(shield=True):
+            started.set()
+            await anyio.sleep(600)
+    elif KIND == "a shielded event wait":
+        with anyio.CancelScope(shield=True):
+            started.set()
+            await anyio.Event().wait()
+    elif KIND == "a loop that catches base exceptions":
+        started.set()
+        while True:
+            try:
+                await anyio.sleep(600)
+            except BaseException:
+                pass
+    else:
+
+        def blocks() -> None:
+            anyio.from_thread.run_sync(started.set)
+            threading.Event().wait()
+
+        await anyio.to_thread.run_sync(blocks)
+
+
+@suite.case
+async def first(started: anyio.Event) -> None:
+    await started.wait()
+
+
+@suite.case
+async def second(started: anyio.Event) -> None:
+    pass
+
+
+class Stuck(ck.FeatureImplementation[anyio.Event]):
+    feature = stuck_feature
+    coverage = stuck_feature.coverage()
+    created = 0
+
+    def create(self, scope: ck.FeatureScope) -> anyio.Event:
+        started = anyio.Event()
+        if Stuck.created == 0:  # the first case's
+            scope.start_soon(work, started, name="stuck work")
+        Stuck.created += 1
+        return started
+"""
+
+
+def run_in_its_own_group(
+    args: Sequence[str], cwd: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run a command in a process group of its own, killed whole if it outlives HARD_TIMEOUT."""
+    process = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=HARD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"the command line hung:\n{stderr[-3000:]}")
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("kind", list(STUCK_KINDS))
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_command_line_ends_whatever_background_work_does(
+    tmp_path: Any, backend: Backend, kind: str
+) -> None:
+    """
+    Work nothing can interrupt ends the run: status 2, the report written, one line
+    naming feature, case and task; work the watchdog wakes (on asyncio) fails its case.
+    """
+    (tmp_path / "stuck.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+    env = {**os.environ, "KIND": kind, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = run_in_its_own_group(
+        [sys.executable, "-m", "conformkit", "run", "stuck.py", "--backend", backend,
+         "--timeout", "0.5", "--format", "json", "-o", "report.json", "-q"],
+        str(tmp_path),
+        env,
+    )  # fmt: skip
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    [entry] = report["reports"]
+    statuses = {result["case_id"]: result["status"] for result in entry["results"]}
+    assert statuses == {"first": "failed", "second": "passed"}, done.stderr
+    [first, _] = entry["results"]
+    assert "background work did not finish within 0.5s" in first["reason"]
+    assert "task 'stuck work'" in first["reason"]
+    assert report["verdict"] == "fails"
+    lines = [line for line in done.stderr.splitlines() if line.startswith("conformkit:")]
+    if backend in STUCK_KINDS[kind]:
+        assert done.returncode == 2, done.stderr
+        assert lines == [
+            "conformkit: error: case 'first' of tests.stuck × Stuck: background task "
+            "'stuck work' did not stop within 0.5s of being cancelled and could not be "
+            "interrupted; the run was stopped"
+        ]
+    else:  # woken: its case failed, and the run went on to its end
+        assert done.returncode == 1, done.stderr
+        if kind == "a thread that never returns":  # which would hold the process at exit
+            assert lines == [
+                "conformkit: 1 thread(s) the code under test started never returned "
+                "('AnyIO worker thread'); the process ends without them"
+            ]
+        else:
+            assert lines == []
+
+
 # -- playing the scenarios (in the subprocess) -------------------------------------------
 
 
