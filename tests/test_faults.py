@@ -1876,6 +1876,34 @@ def test_the_command_line_ends_whatever_background_work_does(
             assert lines == []
 
 
+@pytest.mark.parametrize(
+    ("backend", "kind"),
+    [("asyncio", "a loop that catches base exceptions"), ("trio", "a shielded event wait")],
+)
+def test_pytest_ends_a_session_stuck_in_background_work(
+    tmp_path: Any, backend: Backend, kind: str
+) -> None:
+    """``pytest --conformkit`` shows where the work is stuck, past its capture; status 2."""
+    (tmp_path / "stuck.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+    env = {**os.environ, "KIND": kind, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = run_in_its_own_group(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--conformkit", "stuck.py", "--conformkit-backend", backend],
+        str(tmp_path),
+        env,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    what = "feature 'tests.stuck', case 'first' (background task 'stuck work')"
+    lines = done.stderr.splitlines()
+    assert f"conformkit: {what} did not stop within 5s of being cancelled" in lines[0]
+    assert any(line.endswith(", in work") for line in lines), done.stderr
+    assert lines[-1] == (
+        f"conformkit: error: tests.stuck::Stuck::first[{backend}]: {what} could not be "
+        f"interrupted; the pytest session was stopped"
+    )
+
+
 # -- playing the scenarios (in the subprocess) -------------------------------------------
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "format_frames",
     "frames_of",
     "interruptible",
+    "print_stuck",
     "raise_in_thread",
     "set_stuck_hook",
     "stuck_detail",
@@ -538,7 +539,8 @@ def summary(frames: list[traceback.FrameSummary], limit: int = 3) -> str:
 # -- the thread ----------------------------------------------------------------------------
 
 
-def _print_stuck(watch: Watch) -> None:
+def print_stuck(watch: Watch) -> None:
+    """Write where stuck code is to stderr: what the stuck hook does by default."""
     if watch.task is None:
         how = f"is stuck past its {watch.timeout:g}s deadline"
     else:
@@ -550,7 +552,7 @@ def _print_stuck(watch: Watch) -> None:
     sys.stderr.flush()
 
 
-_stuck_hook: Callable[[Watch], None] = _print_stuck
+_stuck_hook: Callable[[Watch], None] = print_stuck
 
 
 def set_stuck_hook(hook: Callable[[Watch], None] | None) -> None:
@@ -559,7 +561,7 @@ def set_stuck_hook(hook: Callable[[Watch], None] | None) -> None:
     interrupted; ``None`` restores the default, which prints its stack to stderr.
     """
     global _stuck_hook
-    _stuck_hook = _print_stuck if hook is None else hook
+    _stuck_hook = print_stuck if hook is None else hook
 
 
 @final

@@ -21,6 +21,7 @@ the core only when a run asks for contracts.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
     from . import ContractCase, ContractSuite, FeatureImplementation
     from ._runner import Backend
+    from ._watchdog import Watch
     from .cli._collect import Pair
 
 _API = TypeVar("_API")
@@ -152,6 +154,45 @@ def pytest_make_collect_report(
             assert isinstance(report.result, list)
             report.result.append(Contracts.from_parent(collector, request=request))
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """
+    While a contract case runs, a stage or background task stuck beyond what can be
+    interrupted ends the session, as it ends ``conformkit run``: pytest could only
+    wait for it, forever, its output captured. Under pytest-xdist the worker ends
+    instead, and the item fails as one that crashed its worker.
+    """
+    if not isinstance(item, ContractItem):
+        return (yield)
+    from ._watchdog import set_stuck_hook
+
+    set_stuck_hook(functools.partial(_stuck, item))
+    try:
+        return (yield)
+    finally:
+        set_stuck_hook(None)
+
+
+def _stuck(item: pytest.Item, watch: Watch) -> None:
+    """In the watchdog's thread: show where the code is stuck, past the capture, and end."""
+    import os
+
+    from ._watchdog import print_stuck
+
+    capture = item.config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture(in_=True)  # so that it is seen
+    try:
+        print_stuck(watch)
+    finally:
+        sys.stderr.write(
+            f"conformkit: error: {item.nodeid}: {watch.label()} could not be interrupted; "
+            f"the pytest session was stopped\n"
+        )
+        sys.stderr.flush()
+        os._exit(2)
 
 
 @final
