@@ -1904,6 +1904,25 @@ def test_pytest_ends_a_session_stuck_in_background_work(
     )
 
 
+def test_pytest_ends_without_a_thread_that_background_work_left_running(tmp_path: Any) -> None:
+    """Work woken out of a thread that never returns fails its item; pytest still ends."""
+    (tmp_path / "stuck.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+    env = {**os.environ, "KIND": "a thread that never returns", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = run_in_its_own_group(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--conformkit", "stuck.py", "--conformkit-backend", "asyncio"],
+        str(tmp_path),
+        env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert done.stderr.splitlines()[-1] == (
+        "conformkit: 1 thread(s) the code under test started never returned "
+        "('AnyIO worker thread'); the process ends without them"
+    )
+
+
 # -- playing the scenarios (in the subprocess) -------------------------------------------
 
 

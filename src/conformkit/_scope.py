@@ -223,7 +223,9 @@ class FeatureScope:
                             background.watches.discard(watch)
                             if watch.stage:  # armed
                                 watch.__exit__()
-                            watch.coroutine = watch.driver = watch.wake = None
+                            # What refers back to the watch: a cycle, otherwise. Not
+                            # `wake`, which the watchdog's thread may be about to call.
+                            watch.coroutine = watch.driver = None
                 except StageStuck as stuck:
                     background.interrupted = stuck_detail(stuck)
                     background.stuck.add(name)

@@ -51,6 +51,7 @@ __all__ = [
     "format_frames",
     "frames_of",
     "interruptible",
+    "leave_threads_behind",
     "print_stuck",
     "raise_in_thread",
     "set_stuck_hook",
@@ -331,6 +332,35 @@ class TaskWatch(Watch):
                 self.first_cancel = clock()
             return StageStuck("it ignored its cancellation")
         return super().intercept(exc, coroutine)
+
+
+def leave_threads_behind(running: set[Any], status: int, grace: float = 1.0) -> None:
+    """
+    End the process now, with ``status``, if a thread not in ``running`` is still
+    alive that Python would wait for at exit: one the code under test started that
+    never returns, which background work awaited and was woken from. A program
+    that has said all it had to would otherwise never end. Threads that are
+    ending get ``grace`` seconds.
+    """
+    import threading
+
+    left = [
+        thread
+        for thread in threading.enumerate()
+        if thread not in running and not thread.daemon and thread.is_alive()
+    ]
+    end = clock() + grace
+    for thread in left:
+        thread.join(max(end - clock(), 0))
+    stuck = [thread.name for thread in left if thread.is_alive()]
+    if stuck:
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"conformkit: {len(stuck)} thread(s) the code under test started never returned "
+            f"({', '.join(map(repr, stuck))}); the process ends without them\n"
+        )
+        sys.stderr.flush()
+        os._exit(status)
 
 
 def _leave_running(watch: Watch, stage: float) -> None:

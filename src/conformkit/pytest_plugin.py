@@ -140,6 +140,32 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"conformkit: {error}") from error
     config.stash[_REQUEST] = request
     config.addinivalue_line("markers", f"{_MARKER}: a conformkit contract case")
+    import threading
+
+    config.stash[_THREADS] = set(threading.enumerate())
+
+
+_THREADS: Final = pytest.StashKey["set[Any]"]()
+"""The threads running before the contracts ran."""
+_STATUS: Final = pytest.StashKey[int]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """
+    Once pytest has said everything, a thread a contract case left running that
+    never returns (one its background work was woken from, on asyncio) does not
+    keep the process from ending, as Python would wait for it at exit.
+    """
+    running = config.stash.get(_THREADS, None)
+    if running is not None:
+        from ._watchdog import leave_threads_behind
+
+        leave_threads_behind(running, config.stash.get(_STATUS, 0))
 
 
 @pytest.hookimpl(wrapper=True)

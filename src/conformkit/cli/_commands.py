@@ -42,44 +42,12 @@ def dispatch(arguments: argparse.Namespace) -> int:
     """Run the command the arguments name; return the exit status, reporting errors on stderr."""
     import threading
 
+    from .._watchdog import leave_threads_behind
+
     running = set(threading.enumerate())
     status = _dispatch(arguments)
-    _leave_threads_behind(running, status)
+    leave_threads_behind(running, status)
     return status
-
-
-def _leave_threads_behind(running: set[Any], status: int) -> None:
-    """
-    End the process now, with ``status``, if the code under test left a thread
-    running that Python would wait for at exit (one that background work awaited
-    and was woken from, say, which never returns): the command has said all it
-    had to, and would otherwise never end. Threads that are ending get a moment.
-    """
-    import threading
-    import time
-
-    left = [
-        thread
-        for thread in threading.enumerate()
-        if thread not in running and not thread.daemon and thread.is_alive()
-    ]
-    end = time.monotonic() + _THREADS_GRACE
-    for thread in left:
-        thread.join(max(end - time.monotonic(), 0))
-    stuck = [thread.name for thread in left if thread.is_alive()]
-    if stuck:
-        write(
-            sys.stderr,
-            f"conformkit: {len(stuck)} thread(s) the code under test started never returned "
-            f"({', '.join(map(repr, stuck))}); the process ends without them\n",
-        )
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-
-
-_THREADS_GRACE = 1.0
-"""Seconds the threads the code under test started may take to end once the command is done."""
 
 
 def _dispatch(arguments: argparse.Namespace) -> int:
