@@ -49,6 +49,9 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "pytest_make_collect_report",
+    "pytest_runtest_call",
+    "pytest_sessionfinish",
+    "pytest_unconfigure",
 ]
 
 _MARKER: Final = "conformkit"
