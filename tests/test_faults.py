@@ -1845,7 +1845,8 @@ def test_the_command_line_ends_whatever_background_work_does(
     env.pop("PYTHONPATH", None)
     done = run_in_its_own_group(
         [sys.executable, "-m", "conformkit", "run", "stuck.py", "--backend", backend,
-         "--timeout", "0.5", "--format", "json", "-o", "report.json", "-q"],
+         "--timeout", "0.5", "--format", "json", "-o", "report.json",
+         "--format", "junit", "-o", "report.xml", "-q"],
         str(tmp_path),
         env,
     )  # fmt: skip
@@ -1857,6 +1858,10 @@ def test_the_command_line_ends_whatever_background_work_does(
     assert "background work did not finish within 0.5s" in first["reason"]
     assert "task 'stuck work'" in first["reason"]
     assert report["verdict"] == "fails"
+    junit = (tmp_path / "report.xml").read_text(encoding="utf-8")  # every format asked for
+    assert 'tests="2"' in junit
+    assert 'failures="1"' in junit
+    assert '<testcase name="second"' in junit
     lines = [line for line in done.stderr.splitlines() if line.startswith("conformkit:")]
     if backend in STUCK_KINDS[kind]:
         assert done.returncode == 2, done.stderr
