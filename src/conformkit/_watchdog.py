@@ -23,6 +23,10 @@ its deadline, it is *stuck*:
 A stage still stuck ``grace`` seconds after that could not be interrupted (a C
 call that holds the thread, a wait that nothing can wake): the watchdog hands it
 to the stuck hook with its stack, so nothing hangs without saying where.
+
+Background work is watched the same way once its scope's closing joins it
+(:class:`TaskWatch`): a task that outlives the join's deadline is interrupted,
+or woken, and handed to the stuck hook if it still runs.
 """
 
 from __future__ import annotations
@@ -152,7 +156,9 @@ class Watch(Guard):
     :ivar due: when the armed stage must end (of a cleanup: not kept).
     :ivar stage: the armed stage: ``"create"``, ``"case"`` or ``"cleanup"``; the
         cancellations of a cleanup are not intercepted (each async cleanup is
-        guarded on its own).
+        guarded on its own); ``"background"`` for background work being joined.
+    :ivar feature_id: the feature of the run, for messages; ``""`` if not known.
+    :ivar task: the name of the background work watched, or ``None`` for a stage.
     :ivar frame: a frame that is on the event loop thread's stack exactly while
         the watched code runs there; if ``None``, the frame of ``coroutine``.
     :ivar coroutine: the watched code's coroutine, whose frames show where it
@@ -190,7 +196,7 @@ class Watch(Guard):
         self.stage = ""
         self.feature_id = ""
         self.case_id = ""
-        self.task: str | None = None  # the name of the background work watched, if it is
+        self.task: str | None = None
         self.stack: str | None = None
         self.forced = False
         self.pending = False  # an exception was raised into the thread, not yet seen
