@@ -32,7 +32,7 @@ import anyio.lowlevel
 import pytest
 
 import conformkit as ck
-from conformkit._watchdog import Watch, set_stuck_hook
+from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
 from test_runner import stale_cancellation
 
 TINY = 0.2
@@ -227,6 +227,16 @@ def spin() -> None:
     """Sync code that never returns, in Python bytecode."""
     while True:
         pass
+
+
+async def deaf_until(release: anyio.Event) -> None:
+    """Wait for ``release`` shielded, and deaf to the watchdog that wakes such a wait on asyncio."""
+    while not release.is_set():
+        try:
+            with anyio.CancelScope(shield=True):
+                await release.wait()
+        except StageStuck:
+            pass  # woken on asyncio: the defect under test, deaf all the same
 
 
 async def swallow_cancellation() -> None:
@@ -531,7 +541,7 @@ def a_case_spins_after_another_lane_ended_on_an_interrupted_cleanup(
 
 
 def the_hook_names_the_cleanup_stage(outcome: Outcome) -> None:
-    assert outcome["stuck"] == ["case 'first' (stage 'cleanup')"]
+    assert outcome["stuck"] == ["feature 'faults', case 'first' (stage 'cleanup')"]
 
 
 @fault(
@@ -1014,28 +1024,37 @@ def keyboard_interrupt_in_an_open_feature_cleanup(trace: Trace, backend: Backend
     session(trace, backend, calm, create)
 
 
-@fault(propagates="KeyboardInterrupt", extra=finished("second dispose"), on=["trio"])
+def stopped_before_the_cleanups(outcome: Outcome) -> None:
+    """The work stopped before any cleanup ran, and a second dispose() waiting was let go."""
+    events = outcome["events"]
+    assert "finished work" in events
+    assert "finished second dispose" in events
+    ran = [index for index, event in enumerate(events) if event.startswith("ran ")]
+    assert ran
+    assert events.index("finished work") < min(ran), events
+
+
+@fault(propagates="KeyboardInterrupt", extra=stopped_before_the_cleanups)
 def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: Backend) -> None:
     """
-    On trio, Ctrl-C reaches the task that waits for a session's background work:
-    the cleanups still run, and a second dispose() waiting for the first is let go.
+    Ctrl-C reaches the task that waits for a session's background work (on
+    asyncio, as the runner's cancellation; on trio, as KeyboardInterrupt): the
+    work still stops before the cleanups run, and then Ctrl-C propagates.
     """
     joining: list[anyio.Event] = []
-    released: list[anyio.Event] = []
 
-    async def stubborn() -> None:
+    async def winds_down() -> None:
         try:
             await anyio.sleep_forever()
-        finally:  # cancelled: it holds the join until a cleanup lets it go
+        finally:  # cancelled: it takes a moment to stop, shielded
             joining[0].set()
             with anyio.CancelScope(shield=True):
-                await released[0].wait()
+                await anyio.sleep(TINY)
+            trace.add("finished work")
 
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         joining.append(anyio.Event())
-        released.append(anyio.Event())
-        trace.defer(scope, "session.release", released[0].set)
-        scope.start_soon(stubborn)
+        scope.start_soon(winds_down)
 
     implementation, _ = contract(trace, {"session": passes}, create=create)
 
@@ -1052,12 +1071,18 @@ def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: 
             async def press() -> None:
                 await joining[0].wait()
                 await anyio.wait_all_tasks_blocked()  # the second dispose waits on the first
-                # Ctrl-C from within trio's own run loop, as when it arrives while every
-                # task waits: trio delivers it to its main task, not to the code running.
-                import trio  # the scenario runs on trio alone
+                # Ctrl-C from within the event loop, as when it arrives while every
+                # task waits: each loop delivers it to its main task, the one joining.
+                if backend == "trio":
+                    import trio
 
-                token = trio.lowlevel.current_trio_token()
-                token.run_sync_soon(signal.raise_signal, signal.SIGINT)
+                    trio.lowlevel.current_trio_token().run_sync_soon(
+                        signal.raise_signal, signal.SIGINT
+                    )
+                else:
+                    import asyncio
+
+                    asyncio.get_running_loop().call_soon(signal.raise_signal, signal.SIGINT)
 
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(second)
@@ -1301,8 +1326,7 @@ def dispose_early_and_leaving_agree_when_work_fails_late(trace: Trace, backend: 
 
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         async def stubborn() -> None:
-            with anyio.CancelScope(shield=True):
-                await events["release"].wait()
+            await deaf_until(events["release"])
             raise ValueError("late")
 
         scope.start_soon(stubborn)
@@ -1489,8 +1513,7 @@ def background_work_outlives_its_join_and_fails_later(trace: Trace, backend: Bac
             events["release"] = anyio.Event()
 
             async def deaf() -> None:
-                with anyio.CancelScope(shield=True):
-                    await events["release"].wait()  # no cancellation reaches it
+                await deaf_until(events["release"])  # no cancellation reaches it
                 raise ValueError("failed after its case was judged")
 
             scope.start_soon(deaf)
@@ -1568,6 +1591,350 @@ def an_open_feature_body_and_a_cleanup_fail(trace: Trace, backend: Backend) -> N
         trace.defer(scope, "session.fails", raising(OSError("cleanup broke")))
 
     session(trace, backend, raising(ValueError("body broke")), create)
+
+
+# Background work stuck where no cancellation ends it: the watchdog wakes it where it
+# can (on asyncio, a wait it is shielded in or a thread it awaits), and says where it
+# is, once, through the stuck hook, where it cannot. A run cannot abandon a task, so
+# each scenario's hook lets the work go once it has reported it.
+
+STUCK_DEADLINE = 1.0
+"""
+The join's deadline in these scenarios: work woken at it has as long again to end
+before the watchdog would report it stuck, ample on a loaded machine.
+"""
+STUCK_KINDS = {
+    "a shielded sleep": ("trio",),
+    "a shielded event wait": ("trio",),
+    "a loop that catches base exceptions": ("asyncio", "trio"),
+    "a thread that never returns": ("trio",),
+}
+"""Each way background work gets stuck, and the backends where nothing can interrupt it."""
+
+
+class StuckWork:
+    """Background work stuck in one way, and the stuck hook that records it and lets it go."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.started = anyio.Event()
+        self.released = threading.Event()
+        self.reports: list[str] = []
+        # Run in the event loop's thread by the hook, to let the work go there.
+        self.let_go: Callable[[], object] = lambda: None
+        self.call_soon: Callable[[Callable[[], object]], object] | None = None
+
+    async def work(self) -> None:
+        if anyio.get_cancelled_exc_class().__module__.startswith("trio"):
+            import trio
+
+            self.call_soon = trio.lowlevel.current_trio_token().run_sync_soon
+        else:
+            import asyncio
+
+            self.call_soon = asyncio.get_running_loop().call_soon_threadsafe
+        if self.kind == "a shielded sleep":
+            with anyio.CancelScope(shield=True) as shield:
+                self.let_go = shield.cancel
+                self.started.set()
+                await anyio.sleep(600)
+        elif self.kind == "a shielded event wait":
+            event = anyio.Event()
+            self.let_go = event.set
+            with anyio.CancelScope(shield=True):
+                self.started.set()
+                await event.wait()
+        elif self.kind == "a loop that catches base exceptions":
+            self.started.set()
+            while not self.released.is_set():
+                try:  # noqa: SIM105  # the defect under test, spelt out
+                    await anyio.sleep(600)
+                except BaseException:
+                    pass  # every cancellation and interruption, swallowed
+        else:
+
+            def blocks() -> None:
+                anyio.from_thread.run_sync(self.started.set)
+                self.released.wait()
+
+            await anyio.to_thread.run_sync(blocks)
+
+    def hook(self, watch: Watch) -> None:
+        """Called from the watchdog's thread: record the report, then let the work go."""
+        self.reports.append(f"{watch.label()}\n{watch.stack}")
+        self.released.set()
+        if self.call_soon is not None:
+            self.call_soon(self.let_go)
+
+    def play(self, backend: Backend, run: Callable[[], Outcome | None]) -> Outcome:
+        set_stuck_hook(self.hook)
+        outcome: Outcome = {"backend": backend, "kind": self.kind}
+        try:
+            try:
+                outcome.update(run() or {})
+            except BaseException as exc:
+                outcome["propagated"] = type(exc).__name__
+                leaves = list(exc.exceptions) if isinstance(exc, BaseExceptionGroup) else []
+                outcome["message"] = " | ".join([str(exc), *map(str, leaves)])
+        finally:
+            set_stuck_hook(None)
+            self.released.set()  # a thread left waiting would hold the process at exit
+        outcome["reports"] = self.reports
+        return outcome
+
+
+def reported_once_where_nothing_interrupts(session: bool) -> Callable[[Outcome], None]:
+    def check(outcome: Outcome) -> None:
+        where = "the session" if session else "case 'first'"
+        if outcome["backend"] in STUCK_KINDS[outcome["kind"]]:
+            [report] = outcome["reports"]
+            label, _, stack = report.partition("\n")
+            assert label == f"feature 'faults', {where} (background task 'stuck work')"
+            assert ", in work\n" in stack, stack
+        else:  # woken, it stopped: nothing to report
+            assert outcome["reports"] == []
+
+    return check
+
+
+def stuck_in_a_run(kind: str) -> Play:
+    def play(trace: Trace, backend: Backend) -> Outcome:
+        stuck = StuckWork(kind)
+
+        def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+            if case_id == "first":
+                scope.start_soon(stuck.work, name="stuck work")
+
+        async def first(api: Trace) -> None:
+            await stuck.started.wait()
+
+        cases: dict[str, Case] = {"first": first, "second": passes}
+        implementation, suite = contract(trace, cases, create=create)
+        return stuck.play(
+            backend, lambda: run(backend, implementation, suite, timeout=STUCK_DEADLINE)
+        )
+
+    return play
+
+
+def stuck_in_a_session(kind: str) -> Play:
+    def play(trace: Trace, backend: Backend) -> Outcome:
+        stuck = StuckWork(kind)
+
+        def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
+            scope.start_soon(stuck.work, name="stuck work")
+
+        implementation, _ = contract(trace, {"session": passes}, create=create)
+
+        async def use() -> None:
+            async with ck.open_feature(implementation, timeout=STUCK_DEADLINE):
+                await stuck.started.wait()
+
+        return stuck.play(backend, lambda: anyio.run(use, backend=backend))
+
+    return play
+
+
+for _kind in STUCK_KINDS:
+    FAULTS[f"background work stuck in {_kind} in a run"] = Fault(
+        f"background work stuck in {_kind} in a run",
+        stuck_in_a_run(_kind),
+        FAILED_THEN_PASSED,
+        says=("background work did not finish within 1s", "task 'stuck work'"),
+        extra=reported_once_where_nothing_interrupts(session=False),
+    )
+    FAULTS[f"background work stuck in {_kind} in a session"] = Fault(
+        f"background work stuck in {_kind} in a session",
+        stuck_in_a_session(_kind),
+        # The play keeps what the session raised, with the reports.
+        propagates="ExceptionGroup",
+        says=("background work did not finish within 1s", "task 'stuck work'"),
+        extra=reported_once_where_nothing_interrupts(session=True),
+    )
+
+
+# The command line ends whatever background work does: where nothing can interrupt
+# the work, with what it judged written, one line naming the stuck task, status 2.
+
+STUCK_CONTRACT = """
+import os
+import threading
+
+import anyio
+
+import conformkit as ck
+
+KIND = os.environ["KIND"]
+stuck_feature = ck.Feature[anyio.Event]("tests.stuck", cases=("first", "second"))
+suite = ck.ContractSuite(stuck_feature)
+
+
+async def work(started: anyio.Event) -> None:
+    if KIND == "a shielded sleep":
+        with anyio.CancelScope(shield=True):
+            started.set()
+            await anyio.sleep(600)
+    elif KIND == "a shielded event wait":
+        with anyio.CancelScope(shield=True):
+            started.set()
+            await anyio.Event().wait()
+    elif KIND == "a loop that catches base exceptions":
+        started.set()
+        while True:
+            try:
+                await anyio.sleep(600)
+            except BaseException:
+                pass
+    else:
+
+        def blocks() -> None:
+            anyio.from_thread.run_sync(started.set)
+            threading.Event().wait()
+
+        await anyio.to_thread.run_sync(blocks)
+
+
+@suite.case
+async def first(started: anyio.Event) -> None:
+    await started.wait()
+
+
+@suite.case
+async def second(started: anyio.Event) -> None:
+    pass
+
+
+class Stuck(ck.FeatureImplementation[anyio.Event]):
+    feature = stuck_feature
+    coverage = stuck_feature.coverage()
+    created = 0
+
+    def create(self, scope: ck.FeatureScope) -> anyio.Event:
+        started = anyio.Event()
+        if Stuck.created == 0:  # the first case's
+            scope.start_soon(work, started, name="stuck work")
+        Stuck.created += 1
+        return started
+"""
+
+
+def run_in_its_own_group(
+    args: Sequence[str], cwd: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run a command in a process group of its own, killed whole if it outlives HARD_TIMEOUT."""
+    process = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=HARD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"the command line hung:\n{stderr[-3000:]}")
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("kind", list(STUCK_KINDS))
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_command_line_ends_whatever_background_work_does(
+    tmp_path: Any, backend: Backend, kind: str
+) -> None:
+    """
+    Work nothing can interrupt ends the run: status 2, the report written, one line
+    naming feature, case and task; work the watchdog wakes (on asyncio) fails its case.
+    """
+    (tmp_path / "stuck.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+    env = {**os.environ, "KIND": kind, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = run_in_its_own_group(
+        [sys.executable, "-m", "conformkit", "run", "stuck.py", "--backend", backend,
+         "--timeout", "1", "--format", "json", "-o", "report.json",
+         "--format", "junit", "-o", "report.xml", "-q"],
+        str(tmp_path),
+        env,
+    )  # fmt: skip
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    [entry] = report["reports"]
+    statuses = {result["case_id"]: result["status"] for result in entry["results"]}
+    assert statuses == {"first": "failed", "second": "passed"}, done.stderr
+    [first, _] = entry["results"]
+    assert "background work did not finish within 1s" in first["reason"]
+    assert "task 'stuck work'" in first["reason"]
+    assert report["verdict"] == "fails"
+    junit = (tmp_path / "report.xml").read_text(encoding="utf-8")  # every format asked for
+    assert 'tests="2"' in junit
+    assert 'failures="1"' in junit
+    assert '<testcase name="second"' in junit
+    lines = [line for line in done.stderr.splitlines() if line.startswith("conformkit:")]
+    if backend in STUCK_KINDS[kind]:
+        assert done.returncode == 2, done.stderr
+        assert lines == [
+            "conformkit: error: case 'first' of tests.stuck × Stuck: background task "
+            "'stuck work' did not stop within 1s of being cancelled and could not be "
+            "interrupted; the run was stopped"
+        ]
+    else:  # woken: its case failed, and the run went on to its end
+        assert done.returncode == 1, done.stderr
+        if kind == "a thread that never returns":  # which would hold the process at exit
+            assert lines == [
+                "conformkit: 1 thread(s) the code under test started never returned "
+                "('AnyIO worker thread'); the process ends without them"
+            ]
+        else:
+            assert lines == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "kind"),
+    [("asyncio", "a loop that catches base exceptions"), ("trio", "a shielded event wait")],
+)
+def test_pytest_ends_a_session_stuck_in_background_work(
+    tmp_path: Any, backend: Backend, kind: str
+) -> None:
+    """``pytest --conformkit`` shows where the work is stuck, past its capture; status 2."""
+    (tmp_path / "stuck.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+    env = {**os.environ, "KIND": kind, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = run_in_its_own_group(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--conformkit", "stuck.py", "--conformkit-backend", backend],
+        str(tmp_path),
+        env,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    what = "feature 'tests.stuck', case 'first' (background task 'stuck work')"
+    lines = done.stderr.splitlines()
+    assert f"conformkit: {what} did not stop within 5s of being cancelled" in lines[0]
+    assert any(line.endswith(", in work") for line in lines), done.stderr
+    assert lines[-1] == (
+        f"conformkit: error: tests.stuck::Stuck::first[{backend}]: {what} could not be "
+        f"interrupted; the pytest session was stopped"
+    )
+
+
+def test_pytest_ends_without_a_thread_that_background_work_left_running(tmp_path: Any) -> None:
+    """Work woken out of a thread that never returns fails its item; pytest still ends."""
+    (tmp_path / "stuck.py").write_text(STUCK_CONTRACT, encoding="utf-8")
+    env = {**os.environ, "KIND": "a thread that never returns", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = run_in_its_own_group(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--conformkit", "stuck.py", "--conformkit-backend", "asyncio"],
+        str(tmp_path),
+        env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert done.stderr.splitlines()[-1] == (
+        "conformkit: 1 thread(s) the code under test started never returned "
+        "('AnyIO worker thread'); the process ends without them"
+    )
 
 
 # -- playing the scenarios (in the subprocess) -------------------------------------------

@@ -21,8 +21,9 @@ MEANT_FOR_THE_CLI = {
     # `Coverage` is the type of a coverage entry, `suggest` the "did you mean" hint.
     "conformkit._feature": {"Coverage", "suggest"},
     "conformkit._util": set(_util.__all__) | {"ImportByNameError"},
-    # The command line stops a run stuck beyond interruption, writing what it judged.
-    "conformkit._watchdog": {"Watch", "set_stuck_hook"},
+    # The command line stops a run stuck beyond interruption, writing what it judged,
+    # and ends without a thread the code under test left running.
+    "conformkit._watchdog": {"Watch", "leave_threads_behind", "set_stuck_hook"},
 }
 
 
@@ -140,6 +141,13 @@ class TestCommandLineBoundary:
             **MEANT_FOR_THE_CLI,
             "conformkit._runner": {"Backend", "check_backend"},
             "conformkit._testing": {"run_case"},
+            # As the command line does, and shows the stack past pytest's capture.
+            "conformkit._watchdog": {
+                "Watch",
+                "leave_threads_behind",
+                "print_stuck",
+                "set_stuck_hook",
+            },
             "conformkit.cli._collect": {
                 name for name in vars(_collect) if not name.startswith("_")
             },

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 import conformkit as ck
-from conformkit._watchdog import set_stuck_hook
+from conformkit._watchdog import StageStuck, set_stuck_hook
 from test_runner import SHORT, Case, Gate, Probe, Rig, passing, plain, rig, statuses
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
@@ -417,8 +417,12 @@ class TestBackgroundWorkOutlivingItsJoin:
         async def on_create(number: int, scope: ck.FeatureScope) -> None:
             async def stubborn() -> None:
                 started.set()
-                with anyio.CancelScope(shield=True):
-                    await release.wait()  # deaf to the join's cancellation
+                while not release.is_set():
+                    try:
+                        with anyio.CancelScope(shield=True):
+                            await release.wait()  # deaf to the join's cancellation
+                    except StageStuck:
+                        pass  # and to the watchdog waking it, on asyncio
                 order.append("work ended")
 
             scope.start_soon(stubborn)

@@ -24,6 +24,7 @@ import conformkit
 from conformkit._watchdog import (
     Guard,
     StageStuck,
+    TaskWatch,
     Watch,
     _watchdog,
     clock,
@@ -449,6 +450,76 @@ class TestRegistration:
         with Watch(1.0):
             names = [thread.name for thread in threading.enumerate()]
         assert "conformkit watchdog" in names
+
+
+class TestTaskWatch:
+    def test_its_label_names_the_feature_the_case_and_the_task(self) -> None:
+        """What the stuck hook and the command line name: feature, case (or session), task."""
+        in_a_case = TaskWatch(0.5, "example.text", "missing", "app.heartbeat")
+        in_a_session = TaskWatch(0.5, "example.text", None, "app.heartbeat")
+        assert in_a_case.label() == (
+            "feature 'example.text', case 'missing' (background task 'app.heartbeat')"
+        )
+        assert in_a_session.label() == (
+            "feature 'example.text', the session (background task 'app.heartbeat')"
+        )
+
+    def test_a_stage_is_named_with_its_feature_once_known(self) -> None:
+        """A lane's watch names its stage, and its feature when the run set it."""
+        watch = Watch(0.5)
+        watch.case_id, watch.stage = "missing", "case"
+        assert watch.label() == "case 'missing' (stage 'case')"
+        watch.feature_id = "example.text"
+        assert watch.label() == "feature 'example.text', case 'missing' (stage 'case')"
+
+    @pytest.mark.anyio
+    async def test_before_it_is_armed_or_due_its_cancellations_pass(self) -> None:
+        """Work is cancelled as usual until its join's deadline has passed."""
+        for due in (None, clock() + 30.0):
+            watch = TaskWatch(5.0, "f", "c", "w")
+            swallowed: list[str] = []
+            if due is not None:
+                watch.arm(due, None)
+            try:
+                with anyio.CancelScope() as scope:
+                    scope.cancel()
+                    answer = await interruptible(slow_to_answer(swallowed), watch)
+            finally:
+                watch.__exit__()
+            assert (answer, swallowed) == ("answered", ["swallowed"] * 3)
+
+    @pytest.mark.anyio
+    async def test_past_its_deadline_an_ignored_cancellation_is_stage_stuck_at_once(
+        self,
+    ) -> None:
+        """Armed and past due, the work's next cancellation becomes StageStuck, no grace first."""
+        watch = TaskWatch(5.0, "f", "c", "w")  # a grace of 5 s: none is waited for
+        watch.arm(clock(), None)
+        swallowed: list[str] = []
+        try:
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                with pytest.raises(StageStuck) as excinfo:
+                    await interruptible(slow_to_answer(swallowed), watch)
+        finally:
+            watch.__exit__()
+        assert swallowed == []
+        assert excinfo.value.how == "it ignored its cancellation"
+
+    def test_the_default_hook_says_the_task_did_not_stop(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Written to stderr: the task named, how long it had, and where it is."""
+        from conformkit._watchdog import print_stuck
+
+        watch = TaskWatch(0.5, "example.text", "missing", "app.heartbeat")
+        watch.stack = '  File "app.py", line 3, in heartbeat\n'
+        print_stuck(watch)
+        assert capsys.readouterr().err == (
+            "conformkit: feature 'example.text', case 'missing' (background task "
+            "'app.heartbeat') did not stop within 0.5s of being cancelled and could not be "
+            'interrupted; it is here:\n  File "app.py", line 3, in heartbeat\n\n'
+        )
 
 
 async def slow_to_answer(swallowed: list[str]) -> str:

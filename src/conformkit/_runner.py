@@ -38,6 +38,7 @@ from ._watchdog import (
     raise_in_thread,
     stuck_detail,
 )
+from ._watchdog import waker as _waker
 
 if TYPE_CHECKING:
     import signal as _signal
@@ -431,10 +432,16 @@ class Execution(Generic[API]):
         line, which then writes it and exits.
         """
         plan = self.plan
+        if stuck.task is None:
+            what = f"stage {stuck.stage!r} exceeded the {stuck.timeout or 0:g}s deadline"
+        else:
+            what = (
+                f"background task {stuck.task!r} did not finish within "
+                f"{stuck.timeout or 0:g}s of being cancelled"
+            )
         error = TimeoutError(
-            f"feature {plan.feature_id!r}, case {stuck.case_id!r}: stage {stuck.stage!r} "
-            f"exceeded the {stuck.timeout or 0:g}s deadline and is stuck: it could not be "
-            f"interrupted, and the run was stopped"
+            f"feature {plan.feature_id!r}, case {stuck.case_id!r}: {what} and is stuck: "
+            f"it could not be interrupted, and the run was stopped"
         )
         if stuck.stack:
             error.add_note(f"where it was stuck:\n{stuck.stack}")
@@ -480,6 +487,7 @@ class Execution(Generic[API]):
                 wake = _waker() if watched else None
                 interrupt = None if signals is None else signals.interrupt
                 for lane in lanes:
+                    lane.feature_id = plan.feature_id
                     lane.__enter__()  # watched by the last-resort thread from now on
                     lane.interrupt = interrupt
                     lane.wake = wake
@@ -869,49 +877,6 @@ def _stack_of(error: BaseException) -> str:
     import traceback  # only where an error is described
 
     return format_frames(traceback.extract_tb(error.__traceback__))
-
-
-def _waker() -> Callable[[Watch, float], None] | None:
-    """
-    On asyncio, a function the watchdog thread calls to wake the task of a
-    lane's stage where no cancellation reaches it (a shielded wait, a thread it
-    waits for), so that it gets StageStuck; ``None`` on trio, which has no such
-    means. One serves a whole run: it finds the lane's task only when it must.
-    """
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return None
-    loop = asyncio._get_running_loop()
-    if loop is None:  # not on asyncio
-        return None
-
-    def wake_task(watch: Watch, stage: float) -> None:
-        if watch.stuck_at == stage and watch.stage != "cleanup":
-            task = _task_awaiting(asyncio.all_tasks(loop), getattr(watch, "driver", None))
-            if task is not None:
-                watch.forced = True
-                task.cancel()
-
-    def wake(watch: Watch, stage: float) -> None:
-        loop.call_soon_threadsafe(wake_task, watch, stage)
-
-    return wake
-
-
-def _task_awaiting(tasks: Iterable[Any], awaitable: object) -> Any:
-    """The task whose chain of awaits holds ``awaitable``, if any."""
-    if awaitable is None:
-        return None
-    for task in tasks:
-        current: object = task.get_coro()
-        for _ in range(200):  # a chain is never this deep; a cycle would be
-            if current is awaitable:
-                return task
-            inner = getattr(current, "cr_await", None)
-            current = inner if inner is not None else getattr(current, "gi_yieldfrom", None)
-            if current is None:
-                break
-    return None
 
 
 _main_thread: int | None = None  # its ident, once a run needed it

@@ -25,10 +25,12 @@ from ._watchdog import (
     UNANSWERED,
     Guard,
     StageStuck,
+    TaskWatch,
     Watch,
     clock,
     interruptible,
     stuck_detail,
+    waker,
 )
 
 if TYPE_CHECKING:
@@ -185,10 +187,10 @@ class FeatureScope:
         if self._background is None:
             self._background = _Background()
         self._background.live += 1
-        self._spawner.start_soon(self._run_background, function, args, name=name)
+        self._spawner.start_soon(self._run_background, function, args, name, name=name)
 
     async def _run_background(
-        self, function: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
+        self, function: Callable[..., Awaitable[Any]], args: tuple[Any, ...], name: str
     ) -> None:
         background = self._background
         assert background is not None
@@ -205,16 +207,28 @@ class FeatureScope:
                     if self._timeout is None:
                         await function(*args)
                     else:
-                        # Work that ignores the join's cancellation past its deadline
-                        # gets StageStuck instead, so that it ends.
-                        guard = Guard(math.inf, 0.0)
-                        background.guards.add(guard)
+                        # Watched once the join begins: work that ignores the join's
+                        # cancellation past its deadline gets StageStuck instead, so
+                        # that it ends; the watchdog wakes it where no cancellation
+                        # reaches it, and says where it is if it cannot.
+                        watch = TaskWatch(self._timeout, self._feature_id, self._case_id, name)
+                        background.watches.add(watch)
                         try:
-                            await interruptible(function(*args), guard)
+                            watch.coroutine = coroutine = function(*args)
+                            watch.driver = driver = interruptible(coroutine, watch)
+                            if background.due is not None:  # it started as the join began
+                                watch.arm(background.due, background.wake)
+                            await driver
                         finally:
-                            background.guards.discard(guard)
+                            background.watches.discard(watch)
+                            if watch.stage:  # armed
+                                watch.__exit__()
+                            # What refers back to the watch: a cycle, otherwise. Not
+                            # `wake`, which the watchdog's thread may be about to call.
+                            watch.coroutine = watch.driver = None
                 except StageStuck as stuck:
                     background.interrupted = stuck_detail(stuck)
+                    background.stuck.add(name)
                 except anyio.get_cancelled_exc_class() as exc:
                     if cancel_scope.cancel_called:
                         raise  # its cancellation: the scope above absorbs it
@@ -308,21 +322,30 @@ class FeatureScope:
         try:
             if self._closing is not None:
                 self._closing.set()
+            interrupt = None
             if self._background is not None:
-                try:
-                    await self._join_background(self._background, errors)
-                except BaseException as exc:
-                    # An interrupt while waiting for the work (Ctrl-C, on trio): the
-                    # cleanups run all the same, and it propagates after them, as an
+                interrupt = await self._join_background(self._background, errors)
+                if interrupt is not None and not isinstance(
+                    interrupt, anyio.get_cancelled_exc_class()
+                ):
+                    # Ctrl-C while waiting for the work, on trio: the cleanups run
+                    # once the work stopped, and it propagates after them, as an
                     # interrupt in a cleanup does.
-                    errors.append(exc)
+                    errors.append(interrupt)
+                    interrupt = None
             pending = self._clean_up(errors, clock() if self._timeout is not None else None)
         except BaseException:
             self._state = _CLOSED
             if self._closed is not None:
                 self._closed.set()
             raise
-        return await self._finish_close(pending, errors)
+        errors = await self._finish_close(pending, errors)
+        if interrupt is not None:
+            # A cancellation that reached the shielded wait for the work: asyncio's
+            # for Ctrl-C, which its runner turns into KeyboardInterrupt. It is this
+            # task's own, raised once closing is done; other closers get the outcome.
+            raise interrupt
+        return errors
 
     def _clean_up(
         self,
@@ -416,8 +439,16 @@ class FeatureScope:
                 self._closed.set()
         return errors
 
-    async def _join_background(self, background: _Background, errors: list[BaseException]) -> None:
+    async def _join_background(
+        self, background: _Background, errors: list[BaseException]
+    ) -> BaseException | None:
+        """
+        Cancel the background work and wait for it to end, under the deadline; keep
+        its failures in ``errors``. Return an interrupt that came meanwhile (Ctrl-C),
+        which the join waits through: the cleanups run once the work has stopped.
+        """
         late: TimeoutError | None = None
+        waited = _Waited()
         if background.live:
             self._awaited = True
             # Made only now: work may start and finish many times before closing.
@@ -426,33 +457,39 @@ class FeatureScope:
                 cancel_scope.cancel()
             begun = clock()
             timeout = self._timeout
-            with anyio.move_on_after(_deadline(timeout), shield=True) as deadline:
-                await done.wait()
-            outlived = deadline.cancelled_caught
+            if timeout is not None:
+                background.due = due = begun + timeout
+                background.wake = wake = waker()
+                for watch in list(background.watches):
+                    watch.arm(due, wake)
+            overran = outlived = not await waited.wait(done, _deadline(timeout))
             if outlived and timeout is not None:
-                # Work that swallows its cancellation is cancelled again at its next
-                # step: it gets StageStuck then, and ends. Give it a moment to.
-                now = clock()
-                for guard in background.guards:
-                    guard.due = now
-                with anyio.move_on_after(min(timeout, 1.0), shield=True) as grace:
-                    await done.wait()
-                outlived = grace.cancelled_caught
+                # Work that swallows its cancellation gets StageStuck at its next one,
+                # and work waiting where none reaches it is woken (on asyncio): give
+                # it a moment to end.
+                background.stuck.update(watch.task or "" for watch in background.watches)
+                outlived = not await waited.wait(done, min(timeout, 1.0))
+            # Work the watchdog woke at the deadline may end just before the join's
+            # own deadline passes: it overran all the same.
+            overran = overran or bool(background.stuck)
             background.outlived = outlived
-            background.overran = deadline.cancelled_caught
+            background.overran = overran
             ran = clock() - begun
-            if timeout is not None and ran > timeout and not deadline.cancelled_caught:
+            if timeout is not None and ran > timeout and not overran:
                 late = self._overrun("the join of background work", ran, None)
         errors.extend(background.errors)  # work that failed before closing, too
         if background.overran:
             how = "" if background.interrupted is None else f"; {background.interrupted}"
+            tasks = ", ".join(map(repr, sorted(background.stuck)))
+            which = f"; task{'s' if len(background.stuck) > 1 else ''} {tasks}" if tasks else ""
             background.timed_out = TimeoutError(
                 f"{self._where()}: background work did not finish within "
-                f"{self._timeout:g}s of being cancelled (stage 'cleanup'{how})"
+                f"{self._timeout:g}s of being cancelled (stage 'cleanup'{which}{how})"
             )
             errors.append(background.timed_out)
         elif late is not None:
             errors.append(late)
+        return waited.interrupt
 
     def _overrun(self, what: str, ran: float, detail: str | None) -> TimeoutError:
         """
@@ -504,15 +541,18 @@ class _Background:
 
     __slots__ = (
         "done",
+        "due",
         "errors",
-        "guards",
         "interrupted",
         "late",
         "live",
         "outlived",
         "overran",
         "scopes",
+        "stuck",
         "timed_out",
+        "wake",
+        "watches",
     )
 
     def __init__(self) -> None:
@@ -520,7 +560,12 @@ class _Background:
         self.overran = False  # the join's deadline passed with work still running
         self.outlived = False  # ... and the work did not end even when interrupted
         self.scopes: set[anyio.CancelScope] = set()
-        self.guards: set[Guard] = set()
+        # The work's watches, under a deadline; armed by the join, which sets
+        # `due`, its deadline, and `wake`, how the watchdog wakes work on asyncio.
+        self.watches: set[TaskWatch] = set()
+        self.due: float | None = None
+        self.wake: Callable[[Watch, float], None] | None = None
+        self.stuck: set[str] = set()  # the names of the tasks running past the deadline
         self.errors: list[BaseException] = []
         self.done: anyio.Event | None = None
         # How work that ignored its cancellation was stuck, once interrupted.
@@ -542,6 +587,34 @@ class _Background:
                 self.timed_out.add_note(f"the work failed later: {describe_error(error)}")
         else:
             self.errors.append(error)
+
+
+@final
+class _Waited:
+    """
+    Waits, shielded, for the background work to end; an interrupt that reaches
+    the wait (Ctrl-C: trio's KeyboardInterrupt, or the cancellation by which
+    asyncio's runner delivers it) is kept, and the wait goes on, so that the
+    cleanups still run after the work has stopped. A second one stops waiting.
+    """
+
+    __slots__ = ("interrupt",)
+
+    def __init__(self) -> None:
+        self.interrupt: BaseException | None = None
+
+    async def wait(self, done: anyio.Event, seconds: float) -> bool:
+        """Whether the work ended within ``seconds``."""
+        end = anyio.current_time() + seconds
+        while True:
+            try:
+                with anyio.CancelScope(deadline=end, shield=True):
+                    await done.wait()
+                return done.is_set()
+            except BaseException as exc:  # Ctrl-C, the one waited through: see above
+                if self.interrupt is not None:
+                    return done.is_set()
+                self.interrupt = exc
 
 
 @final

@@ -23,6 +23,10 @@ its deadline, it is *stuck*:
 A stage still stuck ``grace`` seconds after that could not be interrupted (a C
 call that holds the thread, a wait that nothing can wake): the watchdog hands it
 to the stuck hook with its stack, so nothing hangs without saying where.
+
+Background work is watched the same way once its scope's closing joins it
+(:class:`TaskWatch`): a task that outlives the join's deadline is interrupted,
+or woken, and handed to the stuck hook if it still runs.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import _thread
 import os
 import sys
 import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from time import perf_counter as clock
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, final
@@ -45,15 +49,19 @@ if TYPE_CHECKING:
 __all__ = [
     "Guard",
     "StageStuck",
+    "TaskWatch",
     "Watch",
     "clock",
     "format_frames",
     "frames_of",
     "interruptible",
+    "leave_threads_behind",
+    "print_stuck",
     "raise_in_thread",
     "set_stuck_hook",
     "stuck_detail",
     "summary",
+    "waker",
 ]
 
 # `clock()` is the clock of every deadline, here and in the runners: time.perf_counter,
@@ -148,7 +156,9 @@ class Watch(Guard):
     :ivar due: when the armed stage must end (of a cleanup: not kept).
     :ivar stage: the armed stage: ``"create"``, ``"case"`` or ``"cleanup"``; the
         cancellations of a cleanup are not intercepted (each async cleanup is
-        guarded on its own).
+        guarded on its own); ``"background"`` for background work being joined.
+    :ivar feature_id: the feature of the run, for messages; ``""`` if not known.
+    :ivar task: the name of the background work watched, or ``None`` for a stage.
     :ivar frame: a frame that is on the event loop thread's stack exactly while
         the watched code runs there; if ``None``, the frame of ``coroutine``.
     :ivar coroutine: the watched code's coroutine, whose frames show where it
@@ -159,6 +169,7 @@ class Watch(Guard):
     __slots__ = (
         "case_id",
         "coroutine",
+        "feature_id",
         "forced",
         "frame",
         "interrupt",
@@ -167,6 +178,7 @@ class Watch(Guard):
         "stack",
         "stage",
         "stuck_at",
+        "task",
         "thread_id",
         "timeout",
         "wake",
@@ -182,7 +194,9 @@ class Watch(Guard):
         self.timeout = timeout
         self.stuck_at: float | None = None
         self.stage = ""
+        self.feature_id = ""
         self.case_id = ""
+        self.task: str | None = None
         self.stack: str | None = None
         self.forced = False
         self.pending = False  # an exception was raised into the thread, not yet seen
@@ -207,8 +221,15 @@ class Watch(Guard):
         return getattr(self.coroutine, "cr_frame", None)
 
     def label(self) -> str:
-        """What is running, for a message: ``case 'c' (stage 'case')``."""
-        return f"case {self.case_id!r} (stage {self.stage!r})"
+        """
+        What is running, for a message: ``feature 'f', case 'c' (stage 'case')``, or
+        ``(background task 'name')``; a session's work has no case.
+        """
+        where = f"case {self.case_id!r}" if self.case_id else "the session"
+        if self.feature_id:
+            where = f"feature {self.feature_id!r}, {where}"
+        what = f"stage {self.stage!r}" if self.task is None else f"background task {self.task!r}"
+        return f"{where} ({what})"
 
     def stuck(self) -> StageStuck:
         """The exception that interrupts the stage where its code runs."""
@@ -265,6 +286,91 @@ class Watch(Guard):
     def __exit__(self, *exc_info: object) -> None:
         self.stuck_at = None
         _watchdog().discard(self)
+
+
+@final
+class TaskWatch(Watch):
+    """
+    Background work, watched once its scope's closing joins it.
+
+    The join cancels the work and arms the watch with its deadline. From then on,
+    a cancellation the work ignores past the deadline becomes :class:`StageStuck`,
+    at once, and the watchdog thread wakes the work if it still runs there (on
+    asyncio, where no cancellation reaches it). The join waits a grace more; if
+    the work still runs a grace after that, it could not be interrupted, and the
+    watchdog hands it to the stuck hook, once, whether or not the join still waits.
+
+    :ivar driver: what the work's task awaits, by which the task is found to wake it.
+    """
+
+    __slots__ = ("driver",)
+
+    def __init__(self, timeout: float, feature_id: str, case_id: str | None, task: str) -> None:
+        super().__init__(timeout)
+        # From its deadline, the join's grace, then as long again to end once woken.
+        self.grace *= 2
+        self.feature_id = feature_id
+        self.case_id = case_id or ""
+        self.task = task
+        self.driver: object = None
+        # Sync code of the work that holds the event loop is not interrupted: an
+        # exception raised into the thread would land only as its call returns,
+        # cutting short a wind-down that was ending. It is reported if it goes on.
+        self.interrupt = _leave_running
+
+    def arm(self, due: float, wake: Callable[[Watch, float], None] | None) -> None:
+        """Watch the work from now on: it must end by ``due``, or it is interrupted then."""
+        self.stage = "background"
+        self.due = due
+        self.wake = wake
+        self.stuck_at = due
+        self.__enter__()
+
+    def intercept(self, exc: BaseException, coroutine: object) -> BaseException:
+        """Past the deadline, a cancellation the work ignored is :class:`StageStuck` at once."""
+        if (
+            self.stuck_at is not None
+            and not self.forced
+            and isinstance(exc, anyio.get_cancelled_exc_class())
+            and clock() >= self.due
+        ):
+            if self.first_cancel is None:
+                self.first_cancel = clock()
+            return StageStuck("it ignored its cancellation")
+        return super().intercept(exc, coroutine)
+
+
+def leave_threads_behind(running: set[Any], status: int, grace: float = 1.0) -> None:
+    """
+    End the process now, with ``status``, if a thread not in ``running`` is still
+    alive that Python would wait for at exit: one the code under test started that
+    never returns, which background work awaited and was woken from. A program
+    that has said all it had to would otherwise never end. Threads that are
+    ending get ``grace`` seconds.
+    """
+    import threading
+
+    left = [
+        thread
+        for thread in threading.enumerate()
+        if thread not in running and not thread.daemon and thread.is_alive()
+    ]
+    end = clock() + grace
+    for thread in left:
+        thread.join(max(end - clock(), 0))
+    stuck = [thread.name for thread in left if thread.is_alive()]
+    if stuck:
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"conformkit: {len(stuck)} thread(s) the code under test started never returned "
+            f"({', '.join(map(repr, stuck))}); the process ends without them\n"
+        )
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _leave_running(watch: Watch, stage: float) -> None:
+    """What the watchdog does to background work's sync code that holds the loop: nothing."""
 
 
 @types.coroutine
@@ -331,6 +437,49 @@ def _uncancel() -> None:
         task.uncancel()
 
 
+def waker() -> Callable[[Watch, float], None] | None:
+    """
+    On asyncio, a function the watchdog thread calls to wake the task that awaits
+    a watch's ``driver`` where no cancellation reaches it (a shielded wait, a
+    thread it waits for), so that it gets StageStuck; ``None`` on trio, which has
+    no such means. One serves many watches: it finds the task only when it must.
+    """
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    loop = asyncio._get_running_loop()
+    if loop is None:  # not on asyncio
+        return None
+
+    def wake_task(watch: Watch, stage: float) -> None:
+        if watch.stuck_at == stage and watch.stage != "cleanup":
+            task = _task_awaiting(asyncio.all_tasks(loop), getattr(watch, "driver", None))
+            if task is not None:
+                watch.forced = True
+                task.cancel()
+
+    def wake(watch: Watch, stage: float) -> None:
+        loop.call_soon_threadsafe(wake_task, watch, stage)
+
+    return wake
+
+
+def _task_awaiting(tasks: Iterable[Any], awaitable: object) -> Any:
+    """The task whose chain of awaits holds ``awaitable``, if any."""
+    if awaitable is None:
+        return None
+    for task in tasks:
+        current: object = task.get_coro()
+        for _ in range(200):  # a chain is never this deep; a cycle would be
+            if current is awaitable:
+                return task
+            inner = getattr(current, "cr_await", None)
+            current = inner if inner is not None else getattr(current, "gi_yieldfrom", None)
+            if current is None:
+                break
+    return None
+
+
 # -- stacks ------------------------------------------------------------------------------
 
 
@@ -388,6 +537,19 @@ def _library_files() -> tuple[str, ...]:
     return tuple(folders)
 
 
+def _to_own_code(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """
+    A suspended stack up to the innermost frame of the code under test and the
+    event loop's call it waits in: the loop's own frames below that, as deep as
+    a trio sleep goes, would push the code's frame out of what a report shows.
+    """
+    library = _library_files()
+    for index in range(len(frames) - 1, -1, -1):
+        if not frames[index].filename.startswith(library):
+            return frames[: index + 2]
+    return frames
+
+
 def stuck_detail(stuck: StageStuck) -> str:
     """How a stage that was interrupted was stuck, and where: for its reason."""
     import traceback  # only where an error is described
@@ -413,15 +575,20 @@ def summary(frames: list[traceback.FrameSummary], limit: int = 3) -> str:
 # -- the thread ----------------------------------------------------------------------------
 
 
-def _print_stuck(watch: Watch) -> None:
+def print_stuck(watch: Watch) -> None:
+    """Write where stuck code is to stderr: what the stuck hook does by default."""
+    if watch.task is None:
+        how = f"is stuck past its {watch.timeout:g}s deadline"
+    else:
+        how = f"did not stop within {watch.timeout:g}s of being cancelled"
     sys.stderr.write(
-        f"conformkit: {watch.label()} is stuck past its {watch.timeout:g}s deadline and "
-        f"could not be interrupted; it is here:\n{watch.stack or '  (no stack)'}\n"
+        f"conformkit: {watch.label()} {how} and could not be interrupted; "
+        f"it is here:\n{watch.stack or '  (no stack)'}\n"
     )
     sys.stderr.flush()
 
 
-_stuck_hook: Callable[[Watch], None] = _print_stuck
+_stuck_hook: Callable[[Watch], None] = print_stuck
 
 
 def set_stuck_hook(hook: Callable[[Watch], None] | None) -> None:
@@ -430,7 +597,7 @@ def set_stuck_hook(hook: Callable[[Watch], None] | None) -> None:
     interrupted; ``None`` restores the default, which prints its stack to stderr.
     """
     global _stuck_hook
-    _stuck_hook = _print_stuck if hook is None else hook
+    _stuck_hook = print_stuck if hook is None else hook
 
 
 @final
@@ -538,7 +705,7 @@ def _report(watch: Watch, stage: float) -> None:
     if on_thread_stack(watch.thread_id, watch.running_frame()):
         stack = format_frames(thread_frames(watch.thread_id))
     else:
-        stack = format_frames(frames_of(watch.coroutine))
+        stack = format_frames(_to_own_code(frames_of(watch.coroutine)))
     if watch.stuck_at != stage:
         return  # it ended meanwhile
     watch.stack = stack

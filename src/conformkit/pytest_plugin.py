@@ -21,6 +21,7 @@ the core only when a run asks for contracts.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
     from . import ContractCase, ContractSuite, FeatureImplementation
     from ._runner import Backend
+    from ._watchdog import Watch
     from .cli._collect import Pair
 
 _API = TypeVar("_API")
@@ -47,6 +49,9 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "pytest_make_collect_report",
+    "pytest_runtest_call",
+    "pytest_sessionfinish",
+    "pytest_unconfigure",
 ]
 
 _MARKER: Final = "conformkit"
@@ -138,6 +143,32 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"conformkit: {error}") from error
     config.stash[_REQUEST] = request
     config.addinivalue_line("markers", f"{_MARKER}: a conformkit contract case")
+    import threading
+
+    config.stash[_THREADS] = set(threading.enumerate())
+
+
+_THREADS: Final = pytest.StashKey["set[Any]"]()
+"""The threads running before the contracts ran."""
+_STATUS: Final = pytest.StashKey[int]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """
+    Once pytest has said everything, a thread a contract case left running that
+    never returns (one its background work was woken from, on asyncio) does not
+    keep the process from ending, as Python would wait for it at exit.
+    """
+    running = config.stash.get(_THREADS, None)
+    if running is not None:
+        from ._watchdog import leave_threads_behind
+
+        leave_threads_behind(running, config.stash.get(_STATUS, 0))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -152,6 +183,45 @@ def pytest_make_collect_report(
             assert isinstance(report.result, list)
             report.result.append(Contracts.from_parent(collector, request=request))
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """
+    While a contract case runs, a stage or background task stuck beyond what can be
+    interrupted ends the session, as it ends ``conformkit run``: pytest could only
+    wait for it, forever, its output captured. Under pytest-xdist the worker ends
+    instead, and the item fails as one that crashed its worker.
+    """
+    if not isinstance(item, ContractItem):
+        return (yield)
+    from ._watchdog import set_stuck_hook
+
+    set_stuck_hook(functools.partial(_stuck, item))
+    try:
+        return (yield)
+    finally:
+        set_stuck_hook(None)
+
+
+def _stuck(item: pytest.Item, watch: Watch) -> None:
+    """In the watchdog's thread: show where the code is stuck, past the capture, and end."""
+    import os
+
+    from ._watchdog import print_stuck
+
+    capture = item.config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture(in_=True)  # so that it is seen
+    try:
+        print_stuck(watch)
+    finally:
+        sys.stderr.write(
+            f"conformkit: error: {item.nodeid}: {watch.label()} could not be interrupted; "
+            f"the pytest session was stopped\n"
+        )
+        sys.stderr.flush()
+        os._exit(2)
 
 
 @final

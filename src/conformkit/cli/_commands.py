@@ -40,6 +40,17 @@ _TERMINATED = 143
 
 def dispatch(arguments: argparse.Namespace) -> int:
     """Run the command the arguments name; return the exit status, reporting errors on stderr."""
+    import threading
+
+    from .._watchdog import leave_threads_behind
+
+    running = set(threading.enumerate())
+    status = _dispatch(arguments)
+    leave_threads_behind(running, status)
+    return status
+
+
+def _dispatch(arguments: argparse.Namespace) -> int:
     from ._interrupt import terminating
 
     debug: bool = arguments.debug
@@ -263,10 +274,17 @@ def _execute(
             entries[progress.running] = Entry.of(
                 pairs[progress.running], execution.stuck_report(watch)
             )
-        reason = (
-            f"case {watch.case_id!r} of {progress.label} is stuck in stage {watch.stage!r} "
-            f"past its {watch.timeout or 0:g}s deadline and could not be interrupted"
-        )
+        if watch.task is None:
+            reason = (
+                f"case {watch.case_id!r} of {progress.label} is stuck in stage {watch.stage!r} "
+                f"past its {watch.timeout or 0:g}s deadline and could not be interrupted"
+            )
+        else:
+            reason = (
+                f"case {watch.case_id!r} of {progress.label}: background task {watch.task!r} "
+                f"did not stop within {watch.timeout or 0:g}s of being cancelled and could "
+                f"not be interrupted"
+            )
         try:
             if line is not None:
                 line.clear()
