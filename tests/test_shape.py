@@ -572,6 +572,57 @@ class TestSharedAPI:
             "raised by create() for a second API created alongside case 'reads' to check isolation"
         ]
 
+    @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit])
+    async def test_check_isolation_notes_the_second_creates_base_exception(
+        self, kind: type[BaseException]
+    ) -> None:
+        """A BaseException other than Ctrl-C from the second create keeps the note saying so."""
+
+        class ExitsSecond(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                ExitsSecond.calls += 1
+                if ExitsSecond.calls % 2 == 0:  # each second create(): the check's
+                    raise kind("exit from create")
+                return MemoryText()
+
+        report = await ck.run_contract(ExitsSecond(), suite, check_isolation=True)
+        assert set(failed_cases(report)) == set(CASES)
+        result = report["reads"]
+        assert result.reason is not None
+        assert result.reason.startswith(
+            f"case 'reads' failed in create(): {kind.__name__}: exit from create"
+        ), result.reason
+        assert isinstance(result.error, kind)
+        assert result.error.__notes__ == [
+            "raised by create() for a second API created alongside case 'reads' to check isolation"
+        ]
+
+    async def test_check_isolation_lets_the_second_creates_ctrl_c_stop_the_run(self) -> None:
+        """KeyboardInterrupt from the second create stops the run, bare, once cleanups ran."""
+        ran: list[str] = []
+
+        class InterruptedSecond(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                InterruptedSecond.calls += 1
+                scope.defer(lambda: ran.append(f"cleanup {InterruptedSecond.calls}"))
+                if InterruptedSecond.calls == 2:
+                    raise KeyboardInterrupt
+                return MemoryText()
+
+        with pytest.raises(KeyboardInterrupt) as caught:
+            await ck.run_contract(InterruptedSecond(), suite, check_isolation=True)
+        assert ran == ["cleanup 2", "cleanup 2"]  # the second API's, then the case's
+        assert not getattr(caught.value, "__notes__", [])  # Ctrl-C, never create()'s doing
+        assert InterruptedSecond.calls == 2  # no case created after it
+
     async def test_check_isolation_through_case_run(self) -> None:
         """contract_cases(check_isolation=True): case.run() raises the isolation TypeError."""
         [case, *_] = ck.contract_cases(Shared(), many_suite, check_isolation=True)
