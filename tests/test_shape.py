@@ -700,6 +700,48 @@ class TestSharedAPI:
         assert len(made) == len(MANY) * (1 if how == "open_feature" else 2)
         assert [ref() for ref in made] == [None] * len(made)
 
+    @pytest.mark.parametrize("how", ["run_contract", "contract_cases", "open_feature"])
+    async def test_keeps_no_closed_scope_alive(self, how: str) -> None:
+        """
+        Once closed, a scope is let go by the check, the second API's of
+        check_isolation too, while the run (or the feature's sessions) lives on.
+        """
+        # A scope cannot be weakly referred to: its closing event, which the scope
+        # alone holds, stands for it.
+        scopes: list[weakref.ref[anyio.Event]] = []
+        alive_in_case: list[int] = []
+
+        class Tracked(ck.FeatureImplementation[TextAPI]):
+            feature = many
+            coverage = many.coverage()
+            timeout = None  # no watchdog thread, which looks at each lane now and then
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                scopes.append(weakref.ref(scope.closing))
+                return MemoryText()
+
+        async def counts(api: TextAPI) -> None:
+            gc.collect()
+            alive_in_case.append(sum(ref() is not None for ref in scopes))
+
+        counting = ck.ContractSuite(many, dict.fromkeys(MANY, counts))
+        if how == "run_contract":
+            report = await ck.run_contract(Tracked(), counting, check_isolation=True)
+            assert failed_cases(report) == {}
+            assert alive_in_case == [1] * len(MANY)  # the running case's own scope alone
+        elif how == "contract_cases":
+            cases = ck.contract_cases(Tracked(), counting, check_isolation=True)
+            for case in cases:  # the cases, and the run they share, stay alive
+                await case.run()
+            assert alive_in_case == [1] * len(MANY)
+        else:
+            for _ in MANY:
+                async with ck.open_feature(Tracked()):
+                    pass
+        gc.collect()
+        assert len(scopes) == len(MANY) * (1 if how == "open_feature" else 2)
+        assert [ref() for ref in scopes] == [None] * len(scopes)
+
     async def test_concurrent_case_runs(self) -> None:
         """Two case.run() of one contract_cases at once: the second created fails."""
         cases = ck.contract_cases(Shared(), many_suite)
