@@ -241,19 +241,18 @@ def run_tests(root: Path, tests: Sequence[str], limit: float | None) -> tuple[st
     command += ["no:cacheprovider", "-n", "0", *tests]
     started = time.monotonic()
     # A session of its own: a mutant's subprocess that never ends is killed with pytest.
-    process = subprocess.Popen(
+    with subprocess.Popen(
         command, cwd=root, env=environment, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    output, timed_out = b"", False
-    try:
-        output, _ = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # the session is gone already
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    ) as process:  # fmt: skip
+        output, timed_out = b"", False
+        try:
+            output, _ = process.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # the session is gone already
+                os.killpg(process.pid, signal.SIGKILL)
     elapsed = time.monotonic() - started
     if timed_out:
         return "timeout", elapsed
