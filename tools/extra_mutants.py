@@ -100,7 +100,7 @@ def mutants_of(source: str, module: str) -> list[Mutant]:
                     edits.append((unit, "constant", span, replacement))
             elif isinstance(child, _REMOVABLE) and _alone_on_its_lines(child, lines):
                 span = (child.lineno, child.col_offset, *_end(child))
-                was = lines[child.lineno - 1].strip()
+                was = (ast.get_source_segment(source, child) or "").splitlines()[0]
                 edits.append((unit, "statement", span, f"pass  # removed: {was}"))
     mutants: list[Mutant] = []
     numbers: dict[tuple[str, str], int] = {}

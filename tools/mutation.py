@@ -744,7 +744,8 @@ def extra_key(mutant: Any, tests: Sequence[str]) -> str:
     """What a verdict holds for: the mutated source, and the tests it ran against."""
     digest = hashlib.sha256(mutant.source.encode())
     for name in [*sorted(tests), "tests/conftest.py"]:
-        digest.update((ROOT / name).read_bytes())
+        digest.update(name.encode())
+        digest.update((ROOT / name.partition("::")[0]).read_bytes())  # a file, or a test in it
     return digest.hexdigest()[:12]
 
 
@@ -837,8 +838,8 @@ def main() -> int:
         "--tests",
         action="append",
         metavar="FILE",
-        help="with --operators extra: run these test files (repeatable) instead of the "
-        "module's selection in TESTS, e.g. the one file that exercises a function",
+        help="with --operators extra: run these test files or IDs (repeatable) instead of "
+        "the module's selection in TESTS, e.g. the tests that exercise a function",
     )
     arguments = parser.parse_args()
     only: list[str] = arguments.mutants or []
