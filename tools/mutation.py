@@ -8,6 +8,9 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py --module _runner --resume   # go on where a run ended
     python tools/mutation.py --module _runner --mutants 'conformkit._runner.xǁExecutionǁrun__*'
                                                 # one function's mutants alone, run and counted
+    python tools/mutation.py --operators extra --module _scope \
+        --mutants 'conformkit._scope.x_open_feature__*' --tests tests/test_scope.py
+                                                # the mutants mutmut does not make
 
 mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a time
 in a core module (a comparison, a constant, a removed statement, an ``await``...)
@@ -57,6 +60,13 @@ the wide check only the mutants it has not judged on their function's present co
 The score of a module is killed / (mutants - equivalent). Mutants that no test
 reaches count as survivors. A run takes tens of minutes per module on two cores: it
 is not part of ``.ci/run``.
+
+mutmut 3 never removes an ``await`` or a statement, and never mutates a module's top
+level or a decorated function. ``--operators extra`` runs those mutants instead, made
+by tools/extra_mutants.py, in a copy of its own under ``.mutation/<module>.extra/``,
+one after another against the module's tests (or ``--tests``), each verdict kept
+with the hash of the mutated source and of the tests; they are reported, and listed
+as equivalent, as mutmut's are.
 """
 
 from __future__ import annotations
