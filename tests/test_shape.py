@@ -623,6 +623,59 @@ class TestSharedAPI:
         assert not getattr(caught.value, "__notes__", [])  # Ctrl-C, never create()'s doing
         assert InterruptedSecond.calls == 2  # no case created after it
 
+    async def test_check_isolation_awaits_an_async_create(self) -> None:
+        """An async create: the second API is awaited, checked and disposed of like the first."""
+        events: list[str] = []
+
+        class AsyncLogged(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+
+            async def create(self, scope: ck.FeatureScope) -> TextAPI:
+                await anyio.lowlevel.checkpoint()
+                number = len([e for e in events if e.startswith("create")])
+                events.append(f"create {number}")
+                scope.defer(lambda: events.append(f"cleanup {number}"))
+                return MemoryText()
+
+        report = await ck.run_contract(AsyncLogged(), suite, check_isolation=True)
+        assert failed_cases(report) == {}
+        assert events[:4] == ["create 0", "create 1", "cleanup 1", "cleanup 0"]
+
+    async def test_check_isolation_reports_the_second_create_and_its_cleanup_failing(
+        self,
+    ) -> None:
+        """A second create that fails, and whose rollback fails too, fails the case with both."""
+
+        class FailsTwice(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                FailsTwice.calls += 1
+                if FailsTwice.calls % 2 == 0:  # each second create(): the check's
+
+                    def fails() -> None:
+                        raise OSError("cannot remove the file")
+
+                    scope.defer(fails)
+                    raise RuntimeError("locked by another session")
+                return MemoryText()
+
+        report = await ck.run_contract(FailsTwice(), suite, check_isolation=True)
+        assert set(failed_cases(report)) == set(CASES)
+        error = report["reads"].error
+        assert isinstance(error, ExceptionGroup)
+        assert error.message == (
+            "a second API created alongside case 'reads' to check isolation failed, "
+            "and so did 1 cleanup(s)"
+        )
+        assert [str(each) for each in error.exceptions] == [
+            "locked by another session",
+            "cannot remove the file",
+        ]
+
     async def test_check_isolation_through_case_run(self) -> None:
         """contract_cases(check_isolation=True): case.run() raises the isolation TypeError."""
         [case, *_] = ck.contract_cases(Shared(), many_suite, check_isolation=True)
