@@ -1,5 +1,6 @@
 """
-The public surface: what every public module exports, and which exported classes stay open.
+The public surface: what every public module exports, under which module name, and which
+exported classes stay open.
 
 In the manner of trio's ``test_exports.py``: the modules are found by walking the
 package, so a new public module is checked without being listed here.
@@ -11,6 +12,9 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
+import textwrap
 import types
 from collections.abc import Iterator
 from typing import final
@@ -146,3 +150,44 @@ class TestFinal:
             assert id(cls) in exported, cls
             assert not _is_final(cls), f"{cls.__qualname__} is @final: remove it from the list"
             assert reason.strip(), cls
+
+
+class TestModuleNames:
+    def test_exports_name_a_public_module_however_they_were_first_reached(self) -> None:
+        """
+        Each export that conformkit defines shows a public module as its ``__module__``
+        (``conformkit`` for the core's names), in a fresh interpreter that imports
+        every private module first, before any public name is looked up: tracebacks,
+        reprs and docs never show a private path.
+        """
+        code = """
+            import importlib, pkgutil, conformkit
+            walk = pkgutil.walk_packages(conformkit.__path__, "conformkit.")
+            found = [info.name for info in walk]
+            private = [n for n in found if any(p.startswith("_") for p in n.split(".")[1:])]
+            for name in sorted(private):
+                if not name.endswith(".__main__"):  # which would run the command line
+                    importlib.import_module(name)
+            for name in ["conformkit", *sorted(set(found) - set(private))]:
+                module = importlib.import_module(name)
+                for entry in module.__all__:
+                    owner = getattr(getattr(module, entry), "__module__", None)
+                    print(name, entry, repr(owner))
+        """
+        command = [sys.executable, "-c", textwrap.dedent(code)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        exports = {
+            (name, entry): ast.literal_eval(owner)
+            for name, entry, owner in (line.split(" ", 2) for line in done.stdout.splitlines())
+        }
+        # The core's names, DEFAULT_TIMEOUT included (a float of a type of conformkit's).
+        core = {entry: owner for (name, entry), owner in exports.items() if name == "conformkit"}
+        assert core == dict.fromkeys(conformkit.__all__, "conformkit")
+        wrong = [
+            f"{name}.{entry} shows {owner}"
+            for (name, entry), owner in exports.items()
+            if isinstance(owner, str)
+            and owner.startswith("conformkit.")  # not typing's aliases, say
+            and any(part.startswith("_") for part in owner.split("."))
+        ]
+        assert wrong == []

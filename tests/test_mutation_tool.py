@@ -1,22 +1,26 @@
 """
-The pure parts of tools/mutation.py: the tests a run names as failed, and the
-mutants a pattern selects.
+The pure parts of tools/mutation.py: the tests a run names as failed, the mutants
+a pattern selects, the report; and tools/extra_mutants.py, on a tiny module of its
+own: the mutants it makes, and its verdicts (never the real suite).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+import textwrap
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
-@pytest.fixture(scope="module")
-def tool() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "tools" / "mutation.py"
-    spec = importlib.util.spec_from_file_location("conformkit_mutation_tool", path)
+
+def load(name: str) -> ModuleType:
+    """A module of tools/, loaded from its file under a name of its own."""
+    spec = importlib.util.spec_from_file_location(f"conformkit_{name}", TOOLS / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -26,6 +30,16 @@ def tool() -> ModuleType:
     finally:
         del sys.modules[spec.name]
     return module
+
+
+@pytest.fixture(scope="module")
+def tool() -> ModuleType:
+    return load("mutation")
+
+
+@pytest.fixture(scope="module")
+def extra() -> ModuleType:
+    return load("extra_mutants")
 
 
 def test_failed_tests_are_read_off_the_summary_and_the_hang_line(tool: ModuleType) -> None:
@@ -55,3 +69,129 @@ def test_a_pattern_selects_the_mutants_of_one_function(tool: ModuleType) -> None
     assert not tool.selected("conformkit._runner.xǁExecutionǁrun_sync__mutmut_7", [pattern])
     assert not tool.selected("conformkit._scope.x_create_api__mutmut_1", [pattern])
     assert tool.selected("conformkit._scope.x_create_api__mutmut_1", [])  # no pattern: every one
+
+
+TINY = textwrap.dedent(
+    '''
+    """A tiny module."""
+
+    LIMIT = 3
+
+
+    async def fetch(source: object) -> int:
+        """Fetch once, and log it."""
+        value = await source.get("key")
+        source.log(f"got {value}")
+        return value + LIMIT
+
+
+    class Box:
+        size = 2
+
+        def grow(self, by: int = 1) -> None:
+            self.size += by
+    '''
+)
+
+
+def test_extra_mutants_remove_awaits_and_statements_and_replace_constants(
+    extra: ModuleType,
+) -> None:
+    """Each mutant is named after its function as mutmut names it; docstrings,
+    annotations and f-string parts are left alone; the top level is mutated too."""
+    made = {mutant.name: mutant.line for mutant in extra.mutants_of(TINY, "_tiny")}
+    assert made == {
+        "conformkit._tiny.<module>__extra_statement_1": "pass  # removed: LIMIT = 3",
+        "conformkit._tiny.<module>__extra_constant_1": "LIMIT = 0",
+        "conformkit._tiny.<module>__extra_statement_2": "pass  # removed: size = 2",
+        "conformkit._tiny.<module>__extra_constant_2": "size = 0",
+        "conformkit._tiny.x_fetch__extra_statement_1": (
+            'pass  # removed: value = await source.get("key")'
+        ),
+        "conformkit._tiny.x_fetch__extra_await_1": 'value = source.get("key")',
+        "conformkit._tiny.x_fetch__extra_constant_1": 'value = await source.get("")',
+        "conformkit._tiny.x_fetch__extra_statement_2": (
+            'pass  # removed: source.log(f"got {value}")'
+        ),
+        "conformkit._tiny.x_fetch__extra_statement_3": "pass  # removed: return value + LIMIT",
+        "conformkit._tiny.xǁBoxǁgrow__extra_constant_1": "def grow(self, by: int = 0) -> None:",
+        "conformkit._tiny.xǁBoxǁgrow__extra_statement_1": "pass  # removed: self.size += by",
+    }
+
+
+def test_an_extra_mutant_changes_one_thing_and_its_diff_shows_it(extra: ModuleType) -> None:
+    [mutant] = [
+        m for m in extra.mutants_of(TINY, "_tiny") if m.name.endswith("x_fetch__extra_await_1")
+    ]
+    assert [line for line in mutant.source.splitlines() if line not in TINY.splitlines()] == [
+        '    value = source.get("key")'
+    ]
+    patch = mutant.diff(TINY, "src/_tiny.py")
+    assert patch.startswith("# conformkit._tiny.x_fetch__extra_await_1\n--- src/_tiny.py\n")
+    assert '-    value = await source.get("key")\n+    value = source.get("key")\n' in patch
+    assert mutant.line == 'value = source.get("key")'  # as the report reads it off the diff
+
+
+def test_extra_mutants_are_killed_or_survive_against_the_tests(
+    extra: ModuleType, tmp_path: Path
+) -> None:
+    """Each mutant runs against the tests in the tree, the module put back afterwards."""
+    module = textwrap.dedent(
+        """
+        def double(value: int) -> int:
+            print("doubling")
+            return value * 2
+        """
+    )
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "tiny.py").write_text(module, encoding="utf-8")
+    (tmp_path / "test_tiny.py").write_text(
+        "import tiny\n\ndef test_double() -> None:\n    assert tiny.double(2) == 4\n",
+        encoding="utf-8",
+    )
+    # Two of its four mutants: each run of pytest takes a second or more.
+    mutants = [m for m in extra.mutants_of(module, "tiny") if "statement" in m.name]
+    verdicts = {
+        mutant.name: verdict
+        for mutant, verdict in extra.check(tmp_path, "src/tiny.py", mutants, ["test_tiny.py"])
+    }
+    assert verdicts == {
+        "conformkit.tiny.x_double__extra_statement_1": "survived",  # the print: nothing checks it
+        "conformkit.tiny.x_double__extra_statement_2": "killed",  # the return
+    }
+    assert (tmp_path / "src" / "tiny.py").read_text(encoding="utf-8") == module
+
+
+def test_tests_that_outlast_the_limit_time_out(extra: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "test_hangs.py").write_text(
+        "import threading\n\ndef test_hangs() -> None:\n    threading.Event().wait()\n",
+        encoding="utf-8",
+    )
+    verdict, _ = extra.run_tests(tmp_path, ["test_hangs.py"], 0.5)
+    assert verdict == "timeout"
+
+
+def test_extra_mutants_are_reported_as_mutmut_s(
+    tool: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same table and survivors' diffs as mutmut's report; under the target, it fails."""
+
+    def results_of(path: Path, only: Sequence[str]) -> Iterator[tuple[str, str]]:
+        yield "conformkit._tiny.x_f__extra_await_1", "killed"
+        yield "conformkit._tiny.x_f__extra_statement_1", "survived"
+
+    def patch_of(mutant: str, path: Path) -> str:
+        return f"# {mutant}\n-    await f()\n+    f()\n"
+
+    code = tool.report(
+        [Path("src/_tiny.py")], results_of=results_of, patch_of=patch_of, mark="__extra_"
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.splitlines()[:2] == [
+        "module                  mutants  killed  equiv.  survived   score",
+        "_tiny                         2       1       0         1   50.0%",
+    ]
+    assert "# conformkit._tiny.x_f__extra_statement_1\n-    await f()\n+    f()" in out
+    assert "x_f__extra_await_1" not in out  # a kill shows no diff

@@ -6,6 +6,7 @@ interrupted; the deadline of each stage; background work that outlives its join.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -492,6 +493,53 @@ class TestWatchdog:
         report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
         assert statuses(report) == [FAILED, PASSED]
         assert "stage 'case' exceeded the 0.3s deadline" in (report["shielded"].reason or "")
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("max_concurrency", [1, 2])
+    async def test_a_deadline_armed_while_the_watchdog_sleeps_is_kept(
+        self, max_concurrency: int
+    ) -> None:
+        """
+        A stage armed after the watchdog went to sleep is cancelled at its own
+        deadline, not when the watchdog next wakes by itself, up to a timeout later.
+
+        No wall-clock bound: the case under test ("last") sets a timer of its own at
+        1.5 deadlines and records whether that timer ended its wait. The first cases
+        hang until the watchdog cancels them; in that same pass, with no other stage
+        armed, it goes to sleep for a whole timeout. Their cleanups take a quarter
+        of a timeout, and only then does "last" arm its deadline: a quarter of a
+        timeout before the watchdog wakes by itself (a moment would not do: the
+        watchdog oversleeps by a moment). Kept, that deadline fires half a timeout
+        before the case's own timer; missed, the watchdog's next pass comes a whole
+        timeout later, a quarter of a timeout after the case's timer. Two timers
+        of one event loop fire in the order of their deadlines however loaded the
+        machine is; only the quarter of a timeout the cleanups take could stretch.
+        """
+        timeout = 0.5
+        own_timer: list[str] = []
+
+        async def hangs(api: Probe) -> None:
+            await anyio.sleep_forever()
+
+        async def last(api: Probe) -> None:
+            with anyio.move_on_after(1.5 * timeout) as own:
+                await anyio.sleep_forever()
+            if own.cancelled_caught:
+                own_timer.append("last")
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            if number < max_concurrency:  # a first case's
+                scope.defer(functools.partial(anyio.sleep, timeout / 4))
+
+        firsts = {f"first{lane}": hangs for lane in range(max_concurrency)}
+        r = rig({**firsts, "last": last}, on_create=on_create)
+        report = await ck.run_contract(
+            r.implementation, r.suite, timeout=timeout, max_concurrency=max_concurrency
+        )
+        assert statuses(report) == [FAILED] * (max_concurrency + 1)
+        assert own_timer == []  # the deadline came first
+        reason = report["last"].reason or ""
+        assert "stage 'case' exceeded the 0.5s deadline (cancelled in last" in reason, reason
 
 
 class TestStageDeadlines:

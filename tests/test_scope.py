@@ -1045,6 +1045,40 @@ class TestCreate:
         assert implementation.log.events == expected
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("failing", [False, True], ids=["cleanups pass", "a cleanup fails"])
+    async def test_a_refused_api_is_rolled_back(self, failing: bool) -> None:
+        """
+        What create registered runs, in reverse, when its API is refused (None, for
+        an API type that does not admit it); then the refusal propagates, with a
+        failed cleanup beside it in one group.
+        """
+
+        class ReturnsNone(ck.FeatureImplementation[Log]):
+            feature = feature
+            coverage = feature.coverage()
+            log = Log()
+
+            def create(self, scope: ck.FeatureScope) -> Log:
+                scope.defer(async_cleanup(self.log, "a"))
+                scope.defer(sync_cleanup(self.log, "b", fails=failing))
+                return None  # type: ignore[return-value]  # refused: a forgotten return
+
+        implementation = ReturnsNone()
+        refusal = r"^create\(\) returned None \(a forgotten return\?\)$"
+        if failing:
+            with pytest.raises(ExceptionGroup) as grouped:
+                async with ck.open_feature(implementation, timeout=TIMEOUT):
+                    pytest.fail("the body ran although the API was refused")
+            refused, cleanup_error = grouped.value.exceptions
+            assert cleanup_error is implementation.log.errors["b"]
+            assert re.match(refusal, str(refused))
+        else:
+            with pytest.raises(TypeError, match=refusal):
+                async with ck.open_feature(implementation, timeout=TIMEOUT):
+                    pytest.fail("the body ran although the API was refused")
+        assert implementation.log.events == ["b", "a", "a done"]
+
+    @pytest.mark.anyio
     async def test_each_session_gets_a_fresh_scope(self) -> None:
         """Every open_feature call hands create a new, open scope."""
         implementation = SyncImplementation(no_setup)

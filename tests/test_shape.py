@@ -572,6 +572,110 @@ class TestSharedAPI:
             "raised by create() for a second API created alongside case 'reads' to check isolation"
         ]
 
+    @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit])
+    async def test_check_isolation_notes_the_second_creates_base_exception(
+        self, kind: type[BaseException]
+    ) -> None:
+        """A BaseException other than Ctrl-C from the second create keeps the note saying so."""
+
+        class ExitsSecond(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                ExitsSecond.calls += 1
+                if ExitsSecond.calls % 2 == 0:  # each second create(): the check's
+                    raise kind("exit from create")
+                return MemoryText()
+
+        report = await ck.run_contract(ExitsSecond(), suite, check_isolation=True)
+        assert set(failed_cases(report)) == set(CASES)
+        result = report["reads"]
+        assert result.reason is not None
+        assert result.reason.startswith(
+            f"case 'reads' failed in create(): {kind.__name__}: exit from create"
+        ), result.reason
+        assert isinstance(result.error, kind)
+        assert result.error.__notes__ == [
+            "raised by create() for a second API created alongside case 'reads' to check isolation"
+        ]
+
+    async def test_check_isolation_lets_the_second_creates_ctrl_c_stop_the_run(self) -> None:
+        """KeyboardInterrupt from the second create stops the run, bare, once cleanups ran."""
+        ran: list[str] = []
+
+        class InterruptedSecond(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                InterruptedSecond.calls += 1
+                scope.defer(lambda: ran.append(f"cleanup {InterruptedSecond.calls}"))
+                if InterruptedSecond.calls == 2:
+                    raise KeyboardInterrupt
+                return MemoryText()
+
+        with pytest.raises(KeyboardInterrupt) as caught:
+            await ck.run_contract(InterruptedSecond(), suite, check_isolation=True)
+        assert ran == ["cleanup 2", "cleanup 2"]  # the second API's, then the case's
+        assert not getattr(caught.value, "__notes__", [])  # Ctrl-C, never create()'s doing
+        assert InterruptedSecond.calls == 2  # no case created after it
+
+    async def test_check_isolation_awaits_an_async_create(self) -> None:
+        """An async create: the second API is awaited, checked and disposed of like the first."""
+        events: list[str] = []
+
+        class AsyncLogged(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+
+            async def create(self, scope: ck.FeatureScope) -> TextAPI:
+                await anyio.lowlevel.checkpoint()
+                number = len([e for e in events if e.startswith("create")])
+                events.append(f"create {number}")
+                scope.defer(lambda: events.append(f"cleanup {number}"))
+                return MemoryText()
+
+        report = await ck.run_contract(AsyncLogged(), suite, check_isolation=True)
+        assert failed_cases(report) == {}
+        assert events[:4] == ["create 0", "create 1", "cleanup 1", "cleanup 0"]
+
+    async def test_check_isolation_reports_the_second_create_and_its_cleanup_failing(
+        self,
+    ) -> None:
+        """A second create that fails, and whose rollback fails too, fails the case with both."""
+
+        class FailsTwice(ck.FeatureImplementation[TextAPI]):
+            feature = text
+            coverage = text.coverage()
+            calls = 0
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                FailsTwice.calls += 1
+                if FailsTwice.calls % 2 == 0:  # each second create(): the check's
+
+                    def fails() -> None:
+                        raise OSError("cannot remove the file")
+
+                    scope.defer(fails)
+                    raise RuntimeError("locked by another session")
+                return MemoryText()
+
+        report = await ck.run_contract(FailsTwice(), suite, check_isolation=True)
+        assert set(failed_cases(report)) == set(CASES)
+        error = report["reads"].error
+        assert isinstance(error, ExceptionGroup)
+        assert error.message == (
+            "a second API created alongside case 'reads' to check isolation failed, "
+            "and so did 1 cleanup(s)"
+        )
+        assert [str(each) for each in error.exceptions] == [
+            "locked by another session",
+            "cannot remove the file",
+        ]
+
     async def test_check_isolation_through_case_run(self) -> None:
         """contract_cases(check_isolation=True): case.run() raises the isolation TypeError."""
         [case, *_] = ck.contract_cases(Shared(), many_suite, check_isolation=True)
@@ -648,6 +752,48 @@ class TestSharedAPI:
         gc.collect()
         assert len(made) == len(MANY) * (1 if how == "open_feature" else 2)
         assert [ref() for ref in made] == [None] * len(made)
+
+    @pytest.mark.parametrize("how", ["run_contract", "contract_cases", "open_feature"])
+    async def test_keeps_no_closed_scope_alive(self, how: str) -> None:
+        """
+        Once closed, a scope is let go by the check, the second API's of
+        check_isolation too, while the run (or the feature's sessions) lives on.
+        """
+        # A scope cannot be weakly referred to: its closing event, which the scope
+        # alone holds, stands for it.
+        scopes: list[weakref.ref[anyio.Event]] = []
+        alive_in_case: list[int] = []
+
+        class Tracked(ck.FeatureImplementation[TextAPI]):
+            feature = many
+            coverage = many.coverage()
+            timeout = None  # no watchdog thread, which looks at each lane now and then
+
+            def create(self, scope: ck.FeatureScope) -> TextAPI:
+                scopes.append(weakref.ref(scope.closing))
+                return MemoryText()
+
+        async def counts(api: TextAPI) -> None:
+            gc.collect()
+            alive_in_case.append(sum(ref() is not None for ref in scopes))
+
+        counting = ck.ContractSuite(many, dict.fromkeys(MANY, counts))
+        if how == "run_contract":
+            report = await ck.run_contract(Tracked(), counting, check_isolation=True)
+            assert failed_cases(report) == {}
+            assert alive_in_case == [1] * len(MANY)  # the running case's own scope alone
+        elif how == "contract_cases":
+            cases = ck.contract_cases(Tracked(), counting, check_isolation=True)
+            for case in cases:  # the cases, and the run they share, stay alive
+                await case.run()
+            assert alive_in_case == [1] * len(MANY)
+        else:
+            for _ in MANY:
+                async with ck.open_feature(Tracked()):
+                    pass
+        gc.collect()
+        assert len(scopes) == len(MANY) * (1 if how == "open_feature" else 2)
+        assert [ref() for ref in scopes] == [None] * len(scopes)
 
     async def test_concurrent_case_runs(self) -> None:
         """Two case.run() of one contract_cases at once: the second created fails."""

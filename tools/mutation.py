@@ -8,6 +8,9 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py --module _runner --resume   # go on where a run ended
     python tools/mutation.py --module _runner --mutants 'conformkit._runner.xǁExecutionǁrun__*'
                                                 # one function's mutants alone, run and counted
+    python tools/mutation.py --operators extra --module _scope \
+        --mutants 'conformkit._scope.x_open_feature__*' --tests tests/test_scope.py
+                                                # the mutants mutmut does not make
 
 mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a time
 in a core module (a comparison, a constant, a removed statement, an ``await``...)
@@ -57,6 +60,13 @@ the wide check only the mutants it has not judged on their function's present co
 The score of a module is killed / (mutants - equivalent). Mutants that no test
 reaches count as survivors. A run takes tens of minutes per module on two cores: it
 is not part of ``.ci/run``.
+
+mutmut 3 never removes an ``await`` or a statement, and never mutates a module's top
+level or a decorated function. ``--operators extra`` runs those mutants instead, made
+by tools/extra_mutants.py, in a copy of its own under ``.mutation/<module>.extra/``,
+one after another against the module's tests (or ``--tests``), each verdict kept
+with the hash of the mutated source and of the tests; they are reported, and listed
+as equivalent, as mutmut's are.
 """
 
 from __future__ import annotations
@@ -74,7 +84,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +93,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.toml"
 SCRATCH = ROOT / ".mutation"
-# The in-process tests that exercise each core module (subprocess and docs tests left out).
+# The in-process tests that exercise each core module (subprocess and docs tests left out,
+# but for tests/test_exports.py's check of the exports' module names, made at import).
 TESTS: dict[str, list[str]] = {
     "_feature": [
         "tests/test_feature.py",
@@ -91,6 +102,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_examples_dir.py",
         "tests/test_implementation.py",
         "tests/test_suite.py",
+        "tests/test_exports.py",
     ],
     "_implementation": [
         "tests/test_implementation.py",
@@ -98,14 +110,22 @@ TESTS: dict[str, list[str]] = {
         "tests/test_feature.py",
         "tests/test_suite.py",
         "tests/test_runner.py",
+        "tests/test_exports.py",
     ],
-    "_suite": ["tests/test_suite.py", "tests/test_families.py", "tests/test_feature.py"],
+    "_suite": [
+        "tests/test_suite.py",
+        "tests/test_families.py",
+        "tests/test_feature.py",
+        "tests/test_exports.py",
+    ],
     "_scope": [
         "tests/test_scope.py",
         "tests/test_scope_no_deadline.py",
         "tests/test_background_task_names.py",
         "tests/test_runner.py",
         "tests/test_runner_lifecycle.py",
+        "tests/test_shape.py",
+        "tests/test_exports.py",
     ],
     "_runner": [
         "tests/test_runner.py",
@@ -124,6 +144,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_scope_no_deadline.py",
         "tests/test_reason_forms.py",
         "tests/test_case_tracebacks.py",
+        "tests/test_exports.py",
     ],
     "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
     "_report": [
@@ -134,7 +155,10 @@ TESTS: dict[str, list[str]] = {
         "tests/cli/test_outcome.py",
         "tests/cli/test_matrix.py",
         "tests/cli/test_gates.py",
+        "tests/test_exports.py",
     ],
+    # Not mutated by mutmut (see [tool.mutmut]); by the extra operators alone.
+    "_shape": ["tests/test_shape.py", "tests/test_runner.py"],
 }
 # The wide check: mutmut credits a test with a function only when the pytest
 # process itself calls it. A call in a fresh interpreter (a subprocess test) is
@@ -159,6 +183,7 @@ SIDE_BY_SIDE = " side by side"
 CONFIRMED_AGAIN = ("timeout", "interrupted")
 UNCONFIRMED = tuple(f"{status}, not confirmed" for status in CONFIRMED_AGAIN)
 TARGET = 0.95
+MUTMUT_MARK = "__mutmut_"  # in the name of every mutant mutmut makes
 KILLED = {
     "killed",
     "killed when run again",
@@ -219,6 +244,20 @@ def scratch(path: Path) -> Path:
     return SCRATCH / path.stem
 
 
+def copy_tree(copy: Path) -> None:
+    """A fresh copy of the working tree at ``copy``: the files git tracks or does not ignore."""
+    shutil.rmtree(copy, ignore_errors=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode()  # fmt: skip
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+
+
 def prepare(path: Path, *, resume: bool = False) -> Path:
     """
     A fresh copy of the working tree (the files git tracks or does not ignore), with
@@ -248,16 +287,7 @@ def prepare(path: Path, *, resume: bool = False) -> Path:
             if (copy / result).exists():
                 (aside / result).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(copy / result, aside / result)  # keeps its mtime
-    shutil.rmtree(copy, ignore_errors=True)
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode()  # fmt: skip
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name)
+    copy_tree(copy)
     config = copy / "pyproject.toml"
     text = config.read_text(encoding="utf-8")
     narrowed = f"""source_paths = ["{path.relative_to(ROOT).as_posix()}"]
@@ -635,8 +665,29 @@ def mutated_line(patch: str) -> str:
     return ""
 
 
-def report(paths: list[Path], only: Sequence[str] = ()) -> int:
-    known = {name: entry for name, entry in equivalents().items() if selected(name, only)}
+def report(
+    paths: list[Path],
+    only: Sequence[str] = (),
+    *,
+    results_of: Callable[[Path, Sequence[str]], Iterable[tuple[str, str]]] = results,
+    patch_of: Callable[[str, Path], str] | None = None,
+    mark: str = MUTMUT_MARK,
+) -> int:
+    """
+    Print the score of each module and every survivor's diff; return 1 when a module
+    is under the target or an equivalent listed is stale.
+
+    :param results_of: each mutant of a module with its status: mutmut's by default.
+    :param patch_of: a survivor's diff; by default, as ``mutmut show`` gives it.
+    :param mark: what the name of every mutant of the tool reported holds.
+    """
+    if patch_of is None:
+        patch_of = lambda mutant, path: diff(mutant, scratch(path))  # noqa: E731
+    known = {
+        name: entry
+        for name, entry in equivalents().items()
+        if selected(name, only) and mark in name
+    }
     if only:
         print(f"only the mutants matching {' or '.join(only)}")
     seen: set[str] = set()
@@ -646,7 +697,7 @@ def report(paths: list[Path], only: Sequence[str] = ()) -> int:
     survivors: list[tuple[str, str, str]] = []
     for path in paths:
         total = killed = equivalent = 0
-        for mutant, status in results(path, only):
+        for mutant, status in results_of(path, only):
             total += 1
             if status in KILLED:
                 killed += 1
@@ -654,7 +705,7 @@ def report(paths: list[Path], only: Sequence[str] = ()) -> int:
                     stale.append(f"{mutant}: listed as equivalent, but the tests kill it")
                     seen.add(mutant)
                 continue
-            patch = diff(mutant, scratch(path))
+            patch = patch_of(mutant, path)
             if mutant in known:
                 seen.add(mutant)
                 if known[mutant].line != mutated_line(patch):
@@ -686,6 +737,86 @@ def report(paths: list[Path], only: Sequence[str] = ()) -> int:
     return 1 if failing or stale else 0
 
 
+def extra_scratch(path: Path) -> Path:
+    """Where the extra mutants of the module at ``path`` run, and their verdicts are kept."""
+    return SCRATCH / f"{path.stem}.extra"
+
+
+def extra_mutants(path: Path, only: Sequence[str]) -> list[Any]:
+    """The extra mutants of the module at ``path`` that ``only`` selects."""
+    import extra_mutants as extra  # beside this file, on the path of a script run
+
+    made = extra.mutants_of(path.read_text(encoding="utf-8"), path.stem)
+    return [mutant for mutant in made if selected(mutant.name, only)]
+
+
+def extra_key(mutant: Any, tests: Sequence[str]) -> str:
+    """What a verdict holds for: the mutated source, and the tests it ran against."""
+    digest = hashlib.sha256(mutant.source.encode())
+    for name in [*sorted(tests), "tests/conftest.py"]:
+        digest.update(name.encode())
+        digest.update((ROOT / name.partition("::")[0]).read_bytes())  # a file, or a test in it
+    return digest.hexdigest()[:12]
+
+
+def run_extra(path: Path, only: Sequence[str], tests: Sequence[str]) -> None:
+    """
+    Run the extra mutants of the module at ``path`` not yet judged on their present
+    code and ``tests``, each against ``tests``, in a copy of the working tree; keep
+    the verdicts in ``extra.json`` beside it.
+    """
+    import extra_mutants as extra
+
+    place = extra_scratch(path)
+    record = place / "extra.json"
+    data: dict[str, Any] = {}
+    if record.exists():
+        data = json.loads(record.read_text(encoding="utf-8"))
+    verdicts: dict[str, list[str]] = data.setdefault("mutants", {})
+    mutants = extra_mutants(path, only)
+    pending = [m for m in mutants if verdicts.get(m.name, ["", ""])[1] != extra_key(m, tests)]
+    print(f"== {len(pending)} of {len(mutants)} extra mutant(s) of {path.stem} to run")
+    if not pending:
+        return
+    tree = place / "tree"
+    copy_tree(tree)
+    relative = path.relative_to(ROOT).as_posix()
+    checked = extra.check(tree, relative, pending, tests)
+    for number, (mutant, verdict) in enumerate(checked, 1):
+        verdicts[mutant.name] = [verdict, extra_key(mutant, tests)]
+        record.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        print(f"   {number}/{len(pending)} {verdict:<9}{mutant.name}", flush=True)
+
+
+def report_extra(
+    paths: list[Path], only: Sequence[str] = (), tests: Sequence[str] | None = None
+) -> int:
+    """
+    :func:`report` of the extra mutants: one not judged on its present code and
+    tests (``tests``, or its module's in ``TESTS``) is not checked.
+    """
+    import extra_mutants as extra
+
+    made: dict[str, Any] = {}
+
+    def results_of(path: Path, only: Sequence[str]) -> Iterator[tuple[str, str]]:
+        record = extra_scratch(path) / "extra.json"
+        data = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+        verdicts: dict[str, list[str]] = data.get("mutants", {})
+        for mutant in extra_mutants(path, only):
+            made[mutant.name] = mutant
+            verdict, key = verdicts.get(mutant.name, ["not checked", ""])
+            selection = tests or TESTS[path.stem]
+            yield mutant.name, verdict if key == extra_key(mutant, selection) else "not checked"
+
+    def patch_of(name: str, path: Path) -> str:
+        relative = path.relative_to(ROOT).as_posix()
+        patch: str = made[name].diff(path.read_text(encoding="utf-8"), relative)
+        return patch
+
+    return report(paths, only, results_of=results_of, patch_of=patch_of, mark=extra.MARK)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report", action="store_true", help="only report the last runs")
@@ -706,15 +837,37 @@ def main() -> int:
         help="run and count only the mutants whose names match (repeatable), e.g. "
         "'conformkit._runner.xǁExecutionǁrun__mutmut_*' after a change to that function",
     )
+    parser.add_argument(
+        "--operators",
+        choices=("mutmut", "extra"),
+        default="mutmut",
+        help="whose mutants: mutmut's, or the extra ones it does not make (removed await, "
+        "removed statement, constant replaced; see tools/extra_mutants.py)",
+    )
+    parser.add_argument(
+        "--tests",
+        action="append",
+        metavar="FILE",
+        help="with --operators extra: run these test files or IDs (repeatable) instead of "
+        "the module's selection in TESTS, e.g. the tests that exercise a function",
+    )
     arguments = parser.parse_args()
     only: list[str] = arguments.mutants or []
     paths = source_paths()
+    if arguments.operators == "extra":
+        # Any module with its tests listed, those mutmut is not run on included.
+        paths = [ROOT / "src" / "conformkit" / f"{name}.py" for name in TESTS]
     if arguments.module:
         by_name = {path.stem: path for path in paths}
         unknown = [name for name in arguments.module if name not in by_name]
         if unknown:
             parser.error(f"not a core module: {', '.join(unknown)} (one of {', '.join(by_name)})")
         paths = [by_name[name] for name in arguments.module]
+    if arguments.operators == "extra":
+        if not arguments.report:
+            for path in paths:
+                run_extra(path, only, arguments.tests or TESTS[path.stem])
+        return report_extra(paths, only, arguments.tests)
     if not arguments.report:
         if shutil.which("mutmut") is None:
             parser.error("mutmut is not installed: pip install -e '.[test,mutation]'")

@@ -24,8 +24,11 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
+import anyio
+
 from ._feature import declared_api
 from ._recording import _RecordingProxy
+from ._watchdog import StageStuck
 
 if TYPE_CHECKING:
     from ._scope import FeatureScope
@@ -372,7 +375,9 @@ async def open_twin(
             created = await created
     except BaseException as exc:
         error = exc
-        if isinstance(exc, Exception):
+        # SystemExit and the like are create()'s doing too; Ctrl-C, a cancellation
+        # or the watchdog's interrupt come from outside, and say nothing of create().
+        if not isinstance(exc, KeyboardInterrupt | StageStuck | anyio.get_cancelled_exc_class()):
             exc.add_note(f"raised by create() for {what}")
     else:
         try:

@@ -22,3 +22,5 @@ from __future__ import annotations
 from ._parser import main as main
 
 __all__ = ["main"]
+
+main.__module__ = __name__  # shown as conformkit.cli.main, not by its private module
