@@ -25,7 +25,8 @@ from .._scope import DEFAULT_TIMEOUT
 from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
-from ._console import Outputs, ProgressLine, printable, write
+from ._console import Outputs, ProgressLine, Streams, printable, write
+from ._interrupt import DEFAULT_STOP_TIMEOUT, Termination, terminated, terminating, termination
 from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
 
@@ -40,11 +41,9 @@ _TERMINATED = 143
 
 def dispatch(arguments: argparse.Namespace) -> int:
     """Run the command the arguments name; return the exit status, reporting errors on stderr."""
-    from ._interrupt import terminating
-
     debug: bool = arguments.debug
     command = _COMMANDS[arguments.command]
-    with terminating() as termination:
+    with terminating(getattr(arguments, "stop_timeout", DEFAULT_STOP_TIMEOUT)) as termination:
         try:
             return command(arguments)
         except RunStopped as stop:
@@ -52,18 +51,20 @@ def dispatch(arguments: argparse.Namespace) -> int:
         except (UsageError, ContractDefinitionError) as error:
             return _error(error, debug, str(error))
         except KeyboardInterrupt as error:
-            return _interrupted(error, debug, termination.received)
+            return _interrupted(error, debug, termination)
         except BaseExceptionGroup as group:
             if group.subgroup(KeyboardInterrupt) is not None:
-                return _interrupted(group, debug, termination.received)
+                return _interrupted(group, debug, termination)
             return _error(group, debug, f"unexpected {error_line(group)}")
         except Exception as error:
             return _error(error, debug, f"unexpected {error_line(error)}")
 
 
-def _interrupted(error: BaseException, debug: bool, terminated: bool) -> int:
-    if terminated:
-        return _error(error, debug, "terminated (SIGTERM)", status=_TERMINATED)
+def _interrupted(error: BaseException, debug: bool, termination: Termination) -> int:
+    if termination.received:
+        outputs = "written" if termination.committed else "as it was"
+        message = f"terminated (SIGTERM); every output file is {outputs}"
+        return _error(error, debug, message, status=_TERMINATED)
     return _error(error, debug, "interrupted", status=_INTERRUPTED)
 
 
@@ -224,6 +225,7 @@ def _execute(
     from .._watchdog import Watch, set_stuck_hook
 
     backend = _backend(arguments.backend)
+    streams = Streams()
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     line = ProgressLine(sys.stderr) if show else None
     started = now()
@@ -257,6 +259,7 @@ def _execute(
     def stuck(watch: Watch) -> None:
         # In the watchdog's thread, while the run cannot go on: keep what it has
         # judged, fail the stuck case, write it all, and end the process.
+        streams.restore()
         entries = progress.judged(pairs)
         execution = progress.execution
         if execution is not None and progress.running < len(entries):
@@ -278,7 +281,14 @@ def _execute(
             sys.stderr.flush()
             os._exit(2)
 
+    def after() -> str:
+        judged = sum(len(entry.results) for entry in progress.judged(pairs))
+        return _after(judged, progress.total)
+
     stop: RunStopped | None = None
+    current = termination()
+    if current is not None:
+        current.describe = after
     set_stuck_hook(stuck)
     try:
         entries = anyio.run(runner, backend=backend)
@@ -291,6 +301,7 @@ def _execute(
         stop.__cause__ = error
     finally:
         set_stuck_hook(None)
+        streams.restore()  # a case may have replaced them: the command writes to its own
         if line is not None:
             line.clear()
     return Matrix(information(None if stop is None else stop.reason), tuple(entries)), stop
@@ -298,9 +309,7 @@ def _execute(
 
 def _stopped(error: BaseException, judged: int, total: int, running: str) -> RunStopped:
     """Why a run stopped early, for its report and for the command's last line."""
-    from ._interrupt import terminated
-
-    after = f"after {judged} of {total} case{'s' if total != 1 else ''}"
+    after = _after(judged, total).lstrip()
     interrupted = isinstance(error, KeyboardInterrupt) or (
         isinstance(error, BaseExceptionGroup) and error.subgroup(KeyboardInterrupt) is not None
     )
@@ -312,6 +321,25 @@ def _stopped(error: BaseException, judged: int, total: int, running: str) -> Run
         return RunStopped(f"interrupted {after}; {kept}", _INTERRUPTED, "interrupted (Ctrl-C)")
     reason = error_line(error) + (f", raised while running {running}" if running else "")
     return RunStopped(f"the run stopped {after}: {reason}; {kept}", 2, reason)
+
+
+def _after(judged: int, total: int) -> str:
+    return f" after {judged} of {total} case{'s' if total != 1 else ''}"
+
+
+def _unless_terminated(write: Callable[[Matrix], None]) -> Callable[[Matrix], None]:
+    """
+    What writes the outputs of a run whose stage is stuck: after SIGTERM, nothing is
+    written, and the process ends as terminated.
+    """
+
+    def written(matrix: Matrix) -> None:
+        current = termination()
+        if current is not None and current.received:
+            current.end(matrix.run.stopped or "a stage was stuck")
+        write(matrix)
+
+    return written
 
 
 # -- the commands ----------------------------------------------------------------------
@@ -328,6 +356,7 @@ def _run_command(arguments: argparse.Namespace) -> int:
         raise UsageError("--update-baseline needs --baseline FILE: the file to rewrite")
     shard = parse_shard(arguments.shard) if arguments.shard is not None else None
     outputs = Outputs(arguments.outputs, _verbosity(arguments))
+    _discard_when_ended(outputs)
     _backend(arguments.backend)
     baseline: Baseline | None = None
     if arguments.baseline is not None:
@@ -351,7 +380,7 @@ def _run_command(arguments: argparse.Namespace) -> int:
             selections,
             targets=arguments.targets,
             shard=shard,
-            on_stuck=outputs.write,
+            on_stuck=_unless_terminated(outputs.write),
         )
         _keep_files(stop)
         update = None
@@ -371,6 +400,13 @@ def _run_command(arguments: argparse.Namespace) -> int:
     if stop is not None:
         raise stop
     return 0 if matrix.holds else 1
+
+
+def _discard_when_ended(outputs: Outputs) -> None:
+    """A process ended at once after SIGTERM leaves no temporary file behind."""
+    current = termination()
+    if current is not None:
+        current.at_end.append(outputs.discard)
 
 
 def _keep_files(stop: RunStopped | None) -> None:
@@ -413,6 +449,7 @@ def _demo_command(arguments: argparse.Namespace) -> int:
 
     apply_gate(arguments, None)  # the bundled profiles are not the project's
     outputs = Outputs(arguments.outputs, _verbosity(arguments))
+    _discard_when_ended(outputs)
     _backend(arguments.backend)
     try:
         outputs.prepare()
@@ -428,7 +465,7 @@ def _demo_command(arguments: argparse.Namespace) -> int:
             pairs,
             selections,
             targets=names,
-            on_stuck=functools.partial(outputs.write, matrix_view=True),
+            on_stuck=_unless_terminated(functools.partial(outputs.write, matrix_view=True)),
         )
         _keep_files(stop)
         outputs.write(matrix, matrix_view=True)

@@ -1,20 +1,31 @@
 """
-SIGTERM, taken as Ctrl-C: what a CI runner or a supervisor sends to stop a run
-gets the cleanups a user's Ctrl-C gets, instead of killing the process on the spot.
+SIGTERM, taken as Ctrl-C, and a stop that always ends: what a CI runner or a
+supervisor sends to stop a run gets the cleanups a user's Ctrl-C gets, within a
+bounded time, instead of killing the process on the spot or waiting forever.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
+
+from ._console import Streams, write
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import FrameType
 
-__all__ = ["Termination", "terminated", "terminating"]
+__all__ = ["DEFAULT_STOP_TIMEOUT", "Termination", "terminated", "terminating", "termination"]
+
+DEFAULT_STOP_TIMEOUT: Final = 10.0
+"""Seconds the cleanups get after SIGTERM before the process ends regardless."""
+
+_TERMINATED: Final = 143
+"""The exit status after SIGTERM: 128 + SIGTERM."""
 
 _current: Termination | None = None
 """The termination of the command running, in :func:`terminating`."""
@@ -22,34 +33,141 @@ _current: Termination | None = None
 
 @final
 class Termination:
-    """Whether SIGTERM arrived while a command ran."""
+    """
+    Whether SIGTERM arrived while a command ran, and how the command ends at once
+    when its cleanups take too long: a second SIGTERM, or the stop timeout.
 
-    __slots__ = ("received",)
+    :ivar received: whether SIGTERM arrived.
+    :ivar committed: whether the outputs were put in place, all of them.
+    :ivar describe: how far the run went, for the last line: ``" after 1 of 3 cases"``.
+    :ivar at_end: what to do before the process ends at once: remove temporary files.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "_committer",
+        "_deferred",
+        "_lock",
+        "_timer",
+        "at_end",
+        "committed",
+        "describe",
+        "received",
+        "stop_timeout",
+        "streams",
+    )
+
+    def __init__(self, stop_timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
         self.received = False
+        self.committed = False
+        self.stop_timeout = stop_timeout
+        self.streams = Streams()
+        self.describe: Callable[[], str] = str
+        self.at_end: list[Callable[[], None]] = []
+        # Held while the outputs are renamed into place, and by whoever ends the
+        # process at once: never between two renames.
+        self._lock = threading.Lock()
+        self._committer: int | None = None  # the thread renaming the outputs
+        self._deferred: str | None = None  # what a signal asked for while they were renamed
+        self._timer: threading.Timer | None = None
+
+    def receive(self, frame: FrameType | None) -> None:
+        """
+        SIGTERM arrived, in the main thread, at any instruction: the first stops
+        the run as Ctrl-C does and starts the stop timeout; the second ends the
+        process at once.
+        """
+        if self.received:
+            self.end("a second SIGTERM stopped the cleanups")
+            return
+        self.received = True
+        timer = self._timer = threading.Timer(
+            self.stop_timeout,
+            self.end,
+            (f"the cleanups did not end within the {self.stop_timeout:g}s stop timeout",),
+        )
+        timer.daemon = True
+        timer.name = "conformkit stop timeout"
+        timer.start()
+        if self._committer == threading.get_ident():
+            # The handler interrupted the renames: stop once they are all done.
+            self._deferred = self._deferred or ""
+            return
+        _as_ctrl_c(frame)
+
+    def end(self, why: str) -> None:
+        """
+        End the process now, with status 143 and one line on stderr, leaving every
+        output file as it was (or, if they were all put in place already, as
+        written). Called from the signal handler or from another thread; once
+        called, it never returns but in the thread renaming the outputs, which
+        ends the process once they are all in place.
+        """
+        if self._committer == threading.get_ident():
+            self._deferred = why
+            return
+        self._lock.acquire()  # never released: the process ends here
+        for action in self.at_end:
+            with contextlib.suppress(Exception):
+                action()
+        outputs = (
+            "every output file is written" if self.committed else "every output file is as it was"
+        )
+        line = f"terminated (SIGTERM){self.describe()}; {why}; {outputs}"
+        with contextlib.suppress(Exception):
+            self.streams.stdout.flush()
+        with contextlib.suppress(Exception):
+            write(self.streams.stderr, f"conformkit: error: {line}\n")
+        os._exit(_TERMINATED)
+
+    @contextlib.contextmanager
+    def committing(self) -> Iterator[None]:
+        """
+        While the block renames the outputs into place, a SIGTERM is only noted,
+        and acted on once they are all renamed: in CPython a signal's handler
+        runs in the main thread at any instruction, whatever that thread's signal
+        mask, as soon as another thread received the signal.
+        """
+        with self._lock:
+            self._committer = threading.get_ident()
+            try:
+                yield
+                self.committed = True
+            finally:
+                self._committer = None
+        deferred, self._deferred = self._deferred, None
+        if deferred == "":
+            _as_ctrl_c(sys._getframe())
+        elif deferred is not None:
+            self.end(deferred)
+
+    def close(self) -> None:
+        """The command ended: the stop timeout no longer runs."""
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 @contextlib.contextmanager
-def terminating() -> Iterator[Termination]:
+def terminating(stop_timeout: float = DEFAULT_STOP_TIMEOUT) -> Iterator[Termination]:
     """
     While the block runs, handle SIGTERM as Ctrl-C: call whatever handles SIGINT
     at that moment, so that the event loop in charge reacts as it does to Ctrl-C
     (asyncio cancels the run, so cleanups run within their deadlines, and raises
     ``KeyboardInterrupt`` once they have; trio delivers ``KeyboardInterrupt`` at
-    a checkpoint), and a second SIGTERM acts as a second Ctrl-C. Without a
-    Python handler for SIGINT, it raises ``KeyboardInterrupt`` where it lands.
+    a checkpoint). Without a Python handler for SIGINT, it raises
+    ``KeyboardInterrupt`` where it lands. A second SIGTERM, or ``stop_timeout``
+    seconds after the first, ends the process at once (see :meth:`Termination.end`).
 
     The block sees a ``KeyboardInterrupt``; the termination says it was SIGTERM.
     Outside the main thread, where no handler can be set, or when SIGTERM is
     ignored, nothing changes.
     """
     global _current
-    termination = _current = Termination()
+    termination = _current = Termination(stop_timeout)
     try:
         with _handled(termination):
             yield termination
     finally:
+        termination.close()
         _current = None
 
 
@@ -65,12 +183,7 @@ def _handled(termination: Termination) -> Iterator[None]:
         return
 
     def on_terminate(signum: int, frame: FrameType | None) -> None:
-        termination.received = True
-        handler = signal.getsignal(signal.SIGINT)
-        if callable(handler):
-            handler(signal.SIGINT, frame)
-        else:  # SIGINT ignored (a background job), or left to the system
-            raise KeyboardInterrupt
+        termination.receive(frame)
 
     signal.signal(terminate, on_terminate)
     try:
@@ -78,6 +191,23 @@ def _handled(termination: Termination) -> Iterator[None]:
     finally:
         # A handler set outside Python reads as None: put back the default.
         signal.signal(terminate, signal.SIG_DFL if previous is None else previous)
+
+
+def _as_ctrl_c(frame: FrameType | None) -> None:
+    """
+    Act as Ctrl-C where ``frame`` runs: call whatever handles SIGINT now (trio's
+    looks at the frame), else raise KeyboardInterrupt.
+    """
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:  # SIGINT ignored (a background job), or left to the system
+        raise KeyboardInterrupt
+
+
+def termination() -> Termination | None:
+    """The termination of the command running, if any."""
+    return _current
 
 
 def terminated() -> bool:
