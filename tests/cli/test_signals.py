@@ -290,6 +290,70 @@ class TestSigterm:
         untouched(folder)
 
 
+def holds_the_cases_judged(folder: Path, *judged: str) -> dict[str, object]:
+    """The report was written, holds exactly the cases judged, and fails; no temporary file."""
+    data = report(folder / "report.json")
+    assert data["verdict"] == "fails"
+    assert [r["case_id"] for e in data["reports"] for r in e["results"]] == list(judged)
+    assert (folder / "junit.xml").exists()
+    assert temporary_files(folder) == []
+    return data
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+class TestCtrlC:
+    """Ctrl-C ends the command line: status 130, one line, the outputs hold the cases judged."""
+
+    def test_a_stage_stuck_after_ctrl_c(self, folder: Path, backend: str, runs: list[Run]) -> None:
+        """A case deaf to its interrupt is stuck: the run ends 130, the stuck case judged."""
+        run = start(runs, folder, backend, "deaf", "--timeout", "0.2")
+        run.wait_for("inside the case")
+        run.signal(signal.SIGINT)
+        done = run.finish()
+        assert done.returncode == 130, done.stdout + done.stderr
+        only_line(done.stderr, "interrupted after", "the outputs hold the cases judged")
+        holds_the_cases_judged(folder, "first", "second")
+
+    def test_the_stop_timeout_ends_cleanups_that_never_end(
+        self, folder: Path, backend: str, runs: list[Run]
+    ) -> None:
+        """A cleanup deaf to every interrupt, no deadline: the stop timeout ends the run."""
+        run = start(
+            runs, folder, backend, "deaf-cleanup", "--timeout", "none", "--stop-timeout", "0.2"
+        )
+        run.wait_for("inside the case")
+        run.signal(signal.SIGINT)
+        run.wait_for("inside the cleanup")
+        done = run.finish()
+        assert done.returncode == 130, done.stdout + done.stderr
+        only_line(
+            done.stderr,
+            "interrupted after 1 of 3 cases",
+            "the cleanups did not end within the 0.2s stop timeout",
+        )
+        data = holds_the_cases_judged(folder, "first")
+        assert data["run"]["stopped"] == "interrupted (Ctrl-C)"  # type: ignore[index]
+        assert "verdict: FAILED" in done.stdout
+
+    def test_a_second_ctrl_c_ends_the_run_at_once(
+        self, folder: Path, backend: str, runs: list[Run]
+    ) -> None:
+        """A second Ctrl-C while a cleanup never ends: 130 at once, one line, what was judged."""
+        run = start(runs, folder, backend, "deaf-cleanup", "--timeout", "none")
+        run.wait_for("inside the case")
+        run.signal(signal.SIGINT)
+        run.wait_for("inside the cleanup")
+        run.signal(signal.SIGINT)
+        done = run.finish()
+        assert done.returncode == 130, done.stdout + done.stderr
+        only_line(
+            done.stderr,
+            "interrupted after 1 of 3 cases",
+            "a second Ctrl-C stopped the cleanups",
+        )
+        holds_the_cases_judged(folder, "first")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_case_that_replaces_the_streams_silences_nothing(
     folder: Path, backend: str, runs: list[Run]
@@ -343,3 +407,16 @@ def test_sigterm_between_two_renames_leaves_every_output_whole(
     assert report(first)["verdict"] == "holds"
     assert second.read_text("utf-8").startswith("<?xml")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["junit.xml", "report.json"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "none", "soon"])
+def test_a_stop_timeout_is_a_positive_number_of_seconds(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before anything runs, on one line naming the value."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["run", "text_contract", "--stop-timeout", value])
+    assert exited.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert f"expected a positive number of seconds, got {value!r}" in lines[0]

@@ -218,14 +218,20 @@ def _execute(
     Run the selected cases of the pairs and gather what happened.
 
     :param on_stuck: writes what was judged when a stage is stuck beyond what can
-        be interrupted; the process then exits with status 2.
+        be interrupted; the process then exits with status 2 (after Ctrl-C, 130;
+        after SIGTERM nothing is written, 143). After Ctrl-C, it also writes what
+        was judged when the stop ends at once (see :class:`Termination`).
     :return: the run, and why it stopped early, if it did: then the run holds the
         cases judged until then, and says it stopped.
     """
+    from .._runner import set_ctrl_c_hook
     from .._watchdog import Watch, set_stuck_hook
 
     backend = _backend(arguments.backend)
     streams = Streams()
+    write_outputs = on_stuck
+    if on_stuck is not None:
+        on_stuck = _unless_stopping(on_stuck)
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     line = ProgressLine(sys.stderr) if show else None
     started = now()
@@ -285,10 +291,17 @@ def _execute(
         judged = sum(len(entry.results) for entry in progress.judged(pairs))
         return _after(judged, progress.total)
 
+    def write_judged() -> None:
+        if write_outputs is not None:
+            entries = tuple(progress.judged(pairs))
+            write_outputs(Matrix(information("interrupted (Ctrl-C)"), entries))
+
     stop: RunStopped | None = None
     current = termination()
     if current is not None:
         current.describe = after
+        current.write_judged = write_judged
+        set_ctrl_c_hook(current.press)
     set_stuck_hook(stuck)
     try:
         entries = anyio.run(runner, backend=backend)
@@ -301,6 +314,7 @@ def _execute(
         stop.__cause__ = error
     finally:
         set_stuck_hook(None)
+        set_ctrl_c_hook(None)
         streams.restore()  # a case may have replaced them: the command writes to its own
         if line is not None:
             line.clear()
@@ -327,17 +341,20 @@ def _after(judged: int, total: int) -> str:
     return f" after {judged} of {total} case{'s' if total != 1 else ''}"
 
 
-def _unless_terminated(write: Callable[[Matrix], None]) -> Callable[[Matrix], None]:
+def _unless_stopping(write: Callable[[Matrix], None]) -> Callable[[Matrix], None]:
     """
-    What writes the outputs of a run whose stage is stuck: after SIGTERM, nothing is
-    written, and the process ends as terminated.
+    What writes the outputs of a run whose stage is stuck: after SIGTERM, nothing
+    is written, and the process ends as terminated (143); after Ctrl-C, they are
+    written, and it ends as interrupted (130).
     """
 
     def written(matrix: Matrix) -> None:
         current = termination()
         if current is not None and current.received:
-            current.end(matrix.run.stopped or "a stage was stuck")
+            current.end(matrix.run.stopped or "a stage is stuck")
         write(matrix)
+        if current is not None and current.interrupted:
+            current.end(matrix.run.stopped or "a stage is stuck")
 
     return written
 
@@ -380,7 +397,7 @@ def _run_command(arguments: argparse.Namespace) -> int:
             selections,
             targets=arguments.targets,
             shard=shard,
-            on_stuck=_unless_terminated(outputs.write),
+            on_stuck=outputs.write,
         )
         _keep_files(stop)
         update = None
@@ -465,7 +482,7 @@ def _demo_command(arguments: argparse.Namespace) -> int:
             pairs,
             selections,
             targets=names,
-            on_stuck=_unless_terminated(functools.partial(outputs.write, matrix_view=True)),
+            on_stuck=functools.partial(outputs.write, matrix_view=True),
         )
         _keep_files(stop)
         outputs.write(matrix, matrix_view=True)

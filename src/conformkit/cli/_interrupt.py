@@ -1,7 +1,8 @@
 """
 SIGTERM, taken as Ctrl-C, and a stop that always ends: what a CI runner or a
-supervisor sends to stop a run gets the cleanups a user's Ctrl-C gets, within a
-bounded time, instead of killing the process on the spot or waiting forever.
+supervisor sends to stop a run gets the cleanups a user's Ctrl-C gets, and
+either gets them for a bounded time, instead of killing the process on the spot
+or waiting forever for code under test that does not stop.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_STOP_TIMEOUT", "Termination", "terminated", "terminating", "termination"]
 
 DEFAULT_STOP_TIMEOUT: Final = 10.0
-"""Seconds the cleanups get after SIGTERM before the process ends regardless."""
+"""Seconds the cleanups get after SIGTERM or Ctrl-C before the process ends regardless."""
 
+_INTERRUPTED: Final = 130
+"""The exit status after Ctrl-C, as shells give it: 128 + SIGINT."""
 _TERMINATED: Final = 143
 """The exit status after SIGTERM: 128 + SIGTERM."""
 
@@ -34,40 +37,51 @@ _current: Termination | None = None
 @final
 class Termination:
     """
-    Whether SIGTERM arrived while a command ran, and how the command ends at once
-    when its cleanups take too long: a second SIGTERM, or the stop timeout.
+    Whether SIGTERM or Ctrl-C arrived while a command ran, and how the command ends
+    at once when its cleanups take too long: a second signal, or the stop timeout.
 
     :ivar received: whether SIGTERM arrived.
+    :ivar interrupted: whether a run took Ctrl-C (see :meth:`press`).
     :ivar committed: whether the outputs were put in place, all of them.
     :ivar describe: how far the run went, for the last line: ``" after 1 of 3 cases"``.
-    :ivar at_end: what to do before the process ends at once: remove temporary files.
+    :ivar at_end: what to do before the process ends at once after SIGTERM: remove
+        temporary files.
+    :ivar write_judged: after Ctrl-C, what writes the outputs of the cases judged
+        before the process ends at once; called once, in the thread that ends it.
     """
 
     __slots__ = (
         "_committer",
         "_deferred",
+        "_forwarding",
         "_lock",
         "_timer",
         "at_end",
         "committed",
         "describe",
+        "interrupted",
         "received",
         "stop_timeout",
         "streams",
+        "write_judged",
     )
 
     def __init__(self, stop_timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
         self.received = False
+        self.interrupted = False
         self.committed = False
         self.stop_timeout = stop_timeout
         self.streams = Streams()
         self.describe: Callable[[], str] = str
         self.at_end: list[Callable[[], None]] = []
+        self.write_judged: Callable[[], None] | None = None
         # Held while the outputs are renamed into place, and by whoever ends the
-        # process at once: never between two renames.
-        self._lock = threading.Lock()
+        # process at once: never between two renames. Reentrant: ending after
+        # Ctrl-C writes the outputs itself.
+        self._lock = threading.RLock()
         self._committer: int | None = None  # the thread renaming the outputs
         self._deferred: str | None = None  # what a signal asked for while they were renamed
+        self._forwarding = False  # SIGTERM passed on as Ctrl-C
         self._timer: threading.Timer | None = None
 
     def receive(self, frame: FrameType | None) -> None:
@@ -80,6 +94,35 @@ class Termination:
             self.end("a second SIGTERM stopped the cleanups")
             return
         self.received = True
+        self._start_timer()
+        if self._committer == threading.get_ident():
+            # The handler interrupted the renames: stop once they are all done.
+            self._deferred = self._deferred or ""
+            return
+        self._forwarding = True
+        try:
+            _as_ctrl_c(frame)
+        finally:
+            self._forwarding = False
+
+    def press(self) -> None:
+        """
+        A run took Ctrl-C, in its SIGINT handler, before acting on it: the first
+        starts the stop timeout, the second ends the process at once, before the
+        run raises ``KeyboardInterrupt`` where it lands (on trio, that can be inside
+        the event loop itself). Ctrl-C after SIGTERM is a second SIGTERM.
+        """
+        if self._forwarding:
+            return
+        if self.received:
+            self.end("a second SIGTERM stopped the cleanups")
+        elif self.interrupted:
+            self.end("a second Ctrl-C stopped the cleanups")
+        else:
+            self.interrupted = True
+            self._start_timer()
+
+    def _start_timer(self) -> None:
         timer = self._timer = threading.Timer(
             self.stop_timeout,
             self.end,
@@ -88,36 +131,41 @@ class Termination:
         timer.daemon = True
         timer.name = "conformkit stop timeout"
         timer.start()
-        if self._committer == threading.get_ident():
-            # The handler interrupted the renames: stop once they are all done.
-            self._deferred = self._deferred or ""
-            return
-        _as_ctrl_c(frame)
 
     def end(self, why: str) -> None:
         """
-        End the process now, with status 143 and one line on stderr, leaving every
-        output file as it was (or, if they were all put in place already, as
-        written). Called from the signal handler or from another thread; once
-        called, it never returns but in the thread renaming the outputs, which
-        ends the process once they are all in place.
+        End the process now, with one line on stderr: after SIGTERM, status 143,
+        every output file left as it was (or, if they were all put in place
+        already, as written); after Ctrl-C, status 130, the outputs holding the
+        cases judged. Called from a signal handler or from another thread; it never
+        returns but in the thread renaming the outputs, which ends the process once
+        they are all in place.
         """
         if self._committer == threading.get_ident():
             self._deferred = why
             return
         self._lock.acquire()  # never released: the process ends here
-        for action in self.at_end:
-            with contextlib.suppress(Exception):
-                action()
-        outputs = (
-            "every output file is written" if self.committed else "every output file is as it was"
-        )
-        line = f"terminated (SIGTERM){self.describe()}; {why}; {outputs}"
+        self.streams.restore()  # the code under test may have replaced them
+        if self.received:
+            for action in self.at_end:
+                with contextlib.suppress(Exception):
+                    action()
+            written = "written" if self.committed else "as it was"
+            line = f"terminated (SIGTERM){self.describe()}; {why}; every output file is {written}"
+            status = _TERMINATED
+        else:
+            line = f"interrupted{self.describe()}; {why}; the outputs hold the cases judged"
+            if not self.committed and self.write_judged is not None:
+                try:
+                    self.write_judged()
+                except Exception as error:  # a full disk: say so, and end all the same
+                    line = f"interrupted{self.describe()}; {why}; {error}"
+            status = _INTERRUPTED
         with contextlib.suppress(Exception):
             self.streams.stdout.flush()
         with contextlib.suppress(Exception):
             write(self.streams.stderr, f"conformkit: error: {line}\n")
-        os._exit(_TERMINATED)
+        os._exit(status)
 
     @contextlib.contextmanager
     def committing(self) -> Iterator[None]:
