@@ -78,7 +78,7 @@ async def second(api: object) -> None:
         sys.stdout = io.StringIO()
         sys.stderr = io.StringIO()
     say("inside the case")
-    if STOP in ("hang", "deaf-cleanup", "streams-hang"):
+    if STOP in ("hang", "deaf-cleanup", "shielded-cleanup", "streams-hang"):
         await anyio.sleep_forever()
     elif STOP == "deaf":
         await deaf()
@@ -101,16 +101,18 @@ class Hostile(ck.FeatureImplementation[object]):
                 file.write("cleaned\\n")
 
         scope.defer(mark)
-        if STOP == "deaf-cleanup":
+        if STOP in ("deaf-cleanup", "shielded-cleanup"):
 
-            async def deaf_cleanup() -> None:
+            async def endless_cleanup() -> None:
                 if not os.path.exists("cleaned.txt"):
                     return  # the first case's
                 say("inside the cleanup")
                 with anyio.CancelScope(shield=True):
-                    await deaf()
+                    if STOP == "deaf-cleanup":
+                        await deaf()
+                    await anyio.sleep_forever()
 
-            scope.defer(deaf_cleanup)
+            scope.defer(endless_cleanup)
         return object()
 '''
 
@@ -247,11 +249,15 @@ class TestSigterm:
         )
         untouched(folder)
 
+    @pytest.mark.parametrize("cleanup", ["deaf-cleanup", "shielded-cleanup"])
     def test_a_second_sigterm_ends_the_run_at_once(
-        self, folder: Path, backend: str, runs: list[Run]
+        self, folder: Path, backend: str, runs: list[Run], cleanup: str
     ) -> None:
-        """A second SIGTERM while a cleanup never ends: 143 at once, one line, nothing written."""
-        run = start(runs, folder, backend, "deaf-cleanup", "--timeout", "none")
+        """
+        A second SIGTERM while a cleanup never ends (deaf to interrupts, or waiting
+        in a shielded scope): 143 at once, one line, nothing written.
+        """
+        run = start(runs, folder, backend, cleanup, "--timeout", "none")
         run.wait_for("inside the case")
         run.signal(signal.SIGTERM)
         run.wait_for("inside the cleanup")
@@ -335,11 +341,15 @@ class TestCtrlC:
         assert data["run"]["stopped"] == "interrupted (Ctrl-C)"  # type: ignore[index]
         assert "verdict: FAILED" in done.stdout
 
+    @pytest.mark.parametrize("cleanup", ["deaf-cleanup", "shielded-cleanup"])
     def test_a_second_ctrl_c_ends_the_run_at_once(
-        self, folder: Path, backend: str, runs: list[Run]
+        self, folder: Path, backend: str, runs: list[Run], cleanup: str
     ) -> None:
-        """A second Ctrl-C while a cleanup never ends: 130 at once, one line, what was judged."""
-        run = start(runs, folder, backend, "deaf-cleanup", "--timeout", "none")
+        """
+        A second Ctrl-C while a cleanup never ends (deaf to interrupts, or waiting
+        in a shielded scope): 130 at once, one line, the outputs of what was judged.
+        """
+        run = start(runs, folder, backend, cleanup, "--timeout", "none")
         run.wait_for("inside the case")
         run.signal(signal.SIGINT)
         run.wait_for("inside the cleanup")
