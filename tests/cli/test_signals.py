@@ -363,6 +363,24 @@ class TestCtrlC:
         )
         holds_the_cases_judged(folder, "first")
 
+    def test_sigterm_after_ctrl_c_ends_the_run_at_once(
+        self, folder: Path, backend: str, runs: list[Run]
+    ) -> None:
+        """SIGTERM while the cleanups after Ctrl-C never end: 143 at once, nothing written."""
+        run = start(runs, folder, backend, "deaf-cleanup", "--timeout", "none")
+        run.wait_for("inside the case")
+        run.signal(signal.SIGINT)
+        run.wait_for("inside the cleanup")
+        run.signal(signal.SIGTERM)
+        done = run.finish()
+        assert done.returncode == 143, done.stdout + done.stderr
+        only_line(
+            done.stderr,
+            "terminated (SIGTERM) after 1 of 3 cases",
+            "SIGTERM after Ctrl-C stopped the cleanups",
+        )
+        untouched(folder)
+
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_case_that_replaces_the_streams_silences_nothing(

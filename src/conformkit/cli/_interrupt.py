@@ -87,11 +87,15 @@ class Termination:
     def receive(self, frame: FrameType | None) -> None:
         """
         SIGTERM arrived, in the main thread, at any instruction: the first stops
-        the run as Ctrl-C does and starts the stop timeout; the second ends the
-        process at once.
+        the run as Ctrl-C does and starts the stop timeout; the second, or one
+        after Ctrl-C, ends the process at once.
         """
-        if self.received:
-            self.end("a second SIGTERM stopped the cleanups")
+        if self.received or self.interrupted:
+            second = self.received
+            self.received = True
+            self.end(
+                f"{'a second SIGTERM' if second else 'SIGTERM after Ctrl-C'} stopped the cleanups"
+            )
             return
         self.received = True
         self._start_timer()
