@@ -26,17 +26,19 @@ from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
 from ._console import Outputs, ProgressLine, Streams, printable, write
-from ._interrupt import DEFAULT_STOP_TIMEOUT, Termination, terminated, terminating, termination
+from ._interrupt import (
+    DEFAULT_STOP_TIMEOUT,
+    INTERRUPTED,
+    TERMINATED,
+    Termination,
+    terminated,
+    terminating,
+    termination,
+)
 from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
-
-
-_INTERRUPTED = 130
-"""The exit status after Ctrl-C, as shells give it: 128 + SIGINT."""
-_TERMINATED = 143
-"""The exit status after SIGTERM: 128 + SIGTERM."""
 
 
 def dispatch(arguments: argparse.Namespace) -> int:
@@ -64,14 +66,14 @@ def _interrupted(error: BaseException, debug: bool, termination: Termination) ->
     if termination.received:
         outputs = "written" if termination.committed else "as it was"
         message = f"terminated (SIGTERM); every output file is {outputs}"
-        return _error(error, debug, message, status=_TERMINATED)
-    return _error(error, debug, "interrupted", status=_INTERRUPTED)
+        return _error(error, debug, message, status=TERMINATED)
+    return _error(error, debug, "interrupted", status=INTERRUPTED)
 
 
 def _error(error: BaseException, debug: bool, message: str, *, status: int = 2) -> int:
     if debug:
         traceback.print_exception(error, file=sys.stderr)
-    quiet = debug or status in (_INTERRUPTED, _TERMINATED)
+    quiet = debug or status in (INTERRUPTED, TERMINATED)
     hint = "" if quiet else " (--debug shows the traceback)"
     one_line = " ".join(printable(message).splitlines())
     write(sys.stderr, f"conformkit: error: {one_line}{hint}\n")
@@ -315,6 +317,8 @@ def _execute(
     finally:
         set_stuck_hook(None)
         set_ctrl_c_hook(None)
+        if current is not None:
+            current.write_judged = None  # the command writes them from now on
         streams.restore()  # a case may have replaced them: the command writes to its own
         if line is not None:
             line.clear()
@@ -329,10 +333,10 @@ def _stopped(error: BaseException, judged: int, total: int, running: str) -> Run
     )
     if interrupted and terminated():
         message = f"terminated (SIGTERM) {after}; every output file is as it was"
-        return RunStopped(message, _TERMINATED, "terminated (SIGTERM)")
+        return RunStopped(message, TERMINATED, "terminated (SIGTERM)")
     kept = "the outputs hold the cases judged"
     if interrupted:
-        return RunStopped(f"interrupted {after}; {kept}", _INTERRUPTED, "interrupted (Ctrl-C)")
+        return RunStopped(f"interrupted {after}; {kept}", INTERRUPTED, "interrupted (Ctrl-C)")
     reason = error_line(error) + (f", raised while running {running}" if running else "")
     return RunStopped(f"the run stopped {after}: {reason}; {kept}", 2, reason)
 
@@ -428,7 +432,7 @@ def _discard_when_ended(outputs: Outputs) -> None:
 
 def _keep_files(stop: RunStopped | None) -> None:
     """After SIGTERM, every output file is left as it was: the run ends here."""
-    if stop is not None and stop.status == _TERMINATED:
+    if stop is not None and stop.status == TERMINATED:
         raise stop
 
 

@@ -20,14 +20,22 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import FrameType
 
-__all__ = ["DEFAULT_STOP_TIMEOUT", "Termination", "terminated", "terminating", "termination"]
+__all__ = [
+    "DEFAULT_STOP_TIMEOUT",
+    "INTERRUPTED",
+    "TERMINATED",
+    "Termination",
+    "terminated",
+    "terminating",
+    "termination",
+]
 
 DEFAULT_STOP_TIMEOUT: Final = 10.0
 """Seconds the cleanups get after SIGTERM or Ctrl-C before the process ends regardless."""
 
-_INTERRUPTED: Final = 130
+INTERRUPTED: Final = 130
 """The exit status after Ctrl-C, as shells give it: 128 + SIGINT."""
-_TERMINATED: Final = 143
+TERMINATED: Final = 143
 """The exit status after SIGTERM: 128 + SIGTERM."""
 
 _current: Termination | None = None
@@ -44,10 +52,11 @@ class Termination:
     :ivar interrupted: whether a run took Ctrl-C (see :meth:`press`).
     :ivar committed: whether the outputs were put in place, all of them.
     :ivar describe: how far the run went, for the last line: ``" after 1 of 3 cases"``.
-    :ivar at_end: what to do before the process ends at once after SIGTERM: remove
-        temporary files.
+    :ivar at_end: what to do before the process ends at once: remove the
+        temporary files of outputs being written.
     :ivar write_judged: after Ctrl-C, what writes the outputs of the cases judged
-        before the process ends at once; called once, in the thread that ends it.
+        before the process ends at once, while a run lasts; called once, in the
+        thread that ends it.
     """
 
     __slots__ = (
@@ -141,8 +150,9 @@ class Termination:
         End the process now, with one line on stderr: after SIGTERM, status 143,
         every output file left as it was (or, if they were all put in place
         already, as written); after Ctrl-C, status 130, the outputs holding the
-        cases judged. Called from a signal handler or from another thread; it never
-        returns but in the thread renaming the outputs, which ends the process once
+        cases judged, written here while the run lasts (see ``write_judged``).
+        Called from a signal handler or from another thread; it never returns
+        but in the thread renaming the outputs, which ends the process once
         they are all in place.
         """
         if self._committer == threading.get_ident():
@@ -150,21 +160,25 @@ class Termination:
             return
         self._lock.acquire()  # never released: the process ends here
         self.streams.restore()  # the code under test may have replaced them
+        for action in self.at_end:  # temporary files of outputs being written
+            with contextlib.suppress(Exception):
+                action()
+        outputs = (
+            "every output file is written" if self.committed else "every output file is as it was"
+        )
         if self.received:
-            for action in self.at_end:
-                with contextlib.suppress(Exception):
-                    action()
-            written = "written" if self.committed else "as it was"
-            line = f"terminated (SIGTERM){self.describe()}; {why}; every output file is {written}"
-            status = _TERMINATED
+            status, line = TERMINATED, f"terminated (SIGTERM){self.describe()}; {why}"
         else:
-            line = f"interrupted{self.describe()}; {why}; the outputs hold the cases judged"
-            if not self.committed and self.write_judged is not None:
+            status, line = INTERRUPTED, f"interrupted{self.describe()}; {why}"
+            if self.committed:
+                outputs = "the outputs hold the cases judged"
+            elif self.write_judged is not None:
                 try:
                     self.write_judged()
+                    outputs = "the outputs hold the cases judged"
                 except Exception as error:  # a full disk: say so, and end all the same
-                    line = f"interrupted{self.describe()}; {why}; {error}"
-            status = _INTERRUPTED
+                    outputs = str(error)
+        line = f"{line}; {outputs}"
         with contextlib.suppress(Exception):
             self.streams.stdout.flush()
         with contextlib.suppress(Exception):
