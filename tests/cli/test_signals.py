@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_exits import BACKENDS, as_a_user_starts_it, environment, report, temporary_files
@@ -395,9 +396,24 @@ def test_a_case_that_replaces_the_streams_silences_nothing(
     assert report(folder / "report.json")["verdict"] == "holds"
 
 
+@pytest.mark.parametrize(
+    ("number", "handler", "status", "line"),
+    [
+        (signal.SIGTERM, signal.SIG_DFL, 143, "terminated (SIGTERM); every output file is written"),
+        (signal.SIGINT, signal.default_int_handler, 130, "interrupted"),
+    ],
+    ids=["SIGTERM", "SIGINT"],
+)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sigterm_between_two_renames_leaves_every_output_whole(
-    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+def test_a_signal_between_two_renames_leaves_every_output_whole(
+    tmp_path: Path,
+    backend: str,
+    number: int,
+    handler: Any,
+    status: int,
+    line: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """
     CPython runs a signal's handler in the main thread at any instruction, even
@@ -413,28 +429,29 @@ def test_sigterm_between_two_renames_leaves_every_output_whole(
     def signalled_replace(source: str, destination: str) -> None:
         replace(source, destination)
         renamed.append(destination)
-        if len(renamed) == 1:  # as if another thread had received SIGTERM just now
-            handler = signal.getsignal(signal.SIGTERM)
-            assert callable(handler)
-            handler(signal.SIGTERM, None)
+        if len(renamed) == 1:  # as if another thread had received the signal just now
+            handle = signal.getsignal(number)
+            assert callable(handle)
+            handle(number, None)
 
     monkeypatch.setattr(os, "replace", signalled_replace)
-    # As in a terminal: a test run started in the background may ignore SIGTERM.
-    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # As in a terminal: a test run started in the background may ignore signals.
+    previous = signal.signal(number, handler)
     try:
-        status = cli.main(
+        exit_status = cli.main(
             [
                 *("run", "text_contract", "-q", "--backend", backend),
                 *("-o", str(first), "--format", "junit", "-o", str(second)),
             ]
         )
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    assert status == 143
+        signal.signal(number, previous)
+    assert exit_status == status
     assert len(renamed) == 2
     assert report(first)["verdict"] == "holds"
     assert second.read_text("utf-8").startswith("<?xml")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["junit.xml", "report.json"]
+    assert capsys.readouterr().err == f"conformkit: error: {line}\n"
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "none", "soon"])
