@@ -15,7 +15,8 @@ CLI = Path(ck.__file__).parent / "cli"
 # What the command line may import from the core's private modules besides the
 # public API (conformkit.__all__): names meant for it, none with an underscore.
 MEANT_FOR_THE_CLI = {
-    "conformkit._runner": {"RunPlan", "Execution", "check_backend"},
+    # `set_ctrl_c_hook`: the command line bounds how long a run takes to stop after Ctrl-C.
+    "conformkit._runner": {"RunPlan", "Execution", "check_backend", "set_ctrl_c_hook"},
     "conformkit._report": {"Gate", "describe_exception"},
     "conformkit._exceptions": {"UsageError"},
     # `Coverage` is the type of a coverage entry, `suggest` the "did you mean" hint.

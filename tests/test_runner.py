@@ -1770,6 +1770,38 @@ class TestSignals:
         assert callable(handler)
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 600.0])
+    async def test_the_ctrl_c_hook_sees_each_ctrl_c(self, timeout: float | None) -> None:
+        """
+        set_ctrl_c_hook: the hook is called at each Ctrl-C a run takes, in its
+        SIGINT handler, before the run acts on it (the second raises at once).
+        """
+        from conformkit._runner import set_ctrl_c_hook
+
+        log: list[str] = []
+
+        async def on_create(number: int, scope: ck.FeatureScope) -> None:
+            def presses_again() -> None:
+                signal.raise_signal(signal.SIGINT)
+                log.append("went on after the second")
+
+            scope.defer(presses_again)
+
+        async def presses(api: Probe) -> None:
+            signal.raise_signal(signal.SIGINT)
+            log.append("went on after the first")
+            await anyio.sleep_forever()
+
+        r = rig({"presses": presses, "after": passing("after")}, on_create=on_create)
+        set_ctrl_c_hook(lambda: log.append("pressed"))
+        try:
+            with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
+                await ck.run_contract(r.implementation, r.suite, timeout=timeout)
+        finally:
+            set_ctrl_c_hook(None)
+        assert log == ["pressed", "went on after the first", "pressed"]
+
+    @pytest.mark.anyio
     @pytest.mark.parametrize("cases", [1, 2])
     async def test_a_run_where_sigint_is_ignored_leaves_it_ignored(self, cases: int) -> None:
         """

@@ -950,6 +950,8 @@ class _Signals:
             # Ctrl-C. The first stops the run: the cases in flight are cancelled,
             # their cleanups run, shielded and under their deadlines, and then the
             # run raises KeyboardInterrupt. The second stops at once.
+            if _ctrl_c_hook is not None:
+                _ctrl_c_hook()
             if self.pressed:
                 raise KeyboardInterrupt
             self.pressed = True
@@ -969,6 +971,19 @@ class _Signals:
 
 _RESTORED: Final = object()
 """What a run's SIGINT handler is known by once the run put the previous one back."""
+
+_ctrl_c_hook: Callable[[], None] | None = None
+
+
+def set_ctrl_c_hook(hook: Callable[[], None] | None) -> None:
+    """
+    Call ``hook`` at each Ctrl-C a run's SIGINT handler takes, in the main thread,
+    before the run acts on it: the command line, which owns its process, bounds
+    how long a run may take to stop. ``None`` removes it.
+    """
+    global _ctrl_c_hook
+    _ctrl_c_hook = hook
+
 
 _CallSoon = Callable[[Callable[[], object]], object]
 

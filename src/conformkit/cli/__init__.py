@@ -12,7 +12,8 @@ many pairs), ``_collect`` (targets into pairs of implementation and suite),
 ``_matrix`` (the report of a run, its JSON form and the merge of shards),
 ``_baseline`` (known failures), ``_outcome`` (what the report says of each
 case, worded once), ``_console`` (what goes where, files written whole or not
-at all), ``_interrupt`` (SIGTERM, taken as Ctrl-C) and one module per
+at all), ``_interrupt`` (SIGTERM taken as Ctrl-C, and a stop that always
+ends) and one module per
 format: ``_text``, ``_json``, ``_junit``, ``_markdown``, ``_html``, chosen in
 ``_formats``.
 """

@@ -25,17 +25,20 @@ from .._scope import DEFAULT_TIMEOUT
 from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
-from ._console import Outputs, ProgressLine, printable, write
+from ._console import Outputs, ProgressLine, Streams, printable, write
+from ._interrupt import (
+    DEFAULT_STOP_TIMEOUT,
+    INTERRUPTED,
+    TERMINATED,
+    Termination,
+    terminated,
+    terminating,
+    termination,
+)
 from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
-
-
-_INTERRUPTED = 130
-"""The exit status after Ctrl-C, as shells give it: 128 + SIGINT."""
-_TERMINATED = 143
-"""The exit status after SIGTERM: 128 + SIGTERM."""
 
 
 def dispatch(arguments: argparse.Namespace) -> int:
@@ -51,11 +54,9 @@ def dispatch(arguments: argparse.Namespace) -> int:
 
 
 def _dispatch(arguments: argparse.Namespace) -> int:
-    from ._interrupt import terminating
-
     debug: bool = arguments.debug
     command = _COMMANDS[arguments.command]
-    with terminating() as termination:
+    with terminating(getattr(arguments, "stop_timeout", DEFAULT_STOP_TIMEOUT)) as termination:
         try:
             return command(arguments)
         except RunStopped as stop:
@@ -63,25 +64,27 @@ def _dispatch(arguments: argparse.Namespace) -> int:
         except (UsageError, ContractDefinitionError) as error:
             return _error(error, debug, str(error))
         except KeyboardInterrupt as error:
-            return _interrupted(error, debug, termination.received)
+            return _interrupted(error, debug, termination)
         except BaseExceptionGroup as group:
             if group.subgroup(KeyboardInterrupt) is not None:
-                return _interrupted(group, debug, termination.received)
+                return _interrupted(group, debug, termination)
             return _error(group, debug, f"unexpected {error_line(group)}")
         except Exception as error:
             return _error(error, debug, f"unexpected {error_line(error)}")
 
 
-def _interrupted(error: BaseException, debug: bool, terminated: bool) -> int:
-    if terminated:
-        return _error(error, debug, "terminated (SIGTERM)", status=_TERMINATED)
-    return _error(error, debug, "interrupted", status=_INTERRUPTED)
+def _interrupted(error: BaseException, debug: bool, termination: Termination) -> int:
+    if termination.received:
+        outputs = "written" if termination.committed else "as it was"
+        message = f"terminated (SIGTERM); every output file is {outputs}"
+        return _error(error, debug, message, status=TERMINATED)
+    return _error(error, debug, "interrupted", status=INTERRUPTED)
 
 
 def _error(error: BaseException, debug: bool, message: str, *, status: int = 2) -> int:
     if debug:
         traceback.print_exception(error, file=sys.stderr)
-    quiet = debug or status in (_INTERRUPTED, _TERMINATED)
+    quiet = debug or status in (INTERRUPTED, TERMINATED)
     hint = "" if quiet else " (--debug shows the traceback)"
     one_line = " ".join(printable(message).splitlines())
     write(sys.stderr, f"conformkit: error: {one_line}{hint}\n")
@@ -228,13 +231,20 @@ def _execute(
     Run the selected cases of the pairs and gather what happened.
 
     :param on_stuck: writes what was judged when a stage is stuck beyond what can
-        be interrupted; the process then exits with status 2.
+        be interrupted; the process then exits with status 2 (after Ctrl-C, 130;
+        after SIGTERM nothing is written, 143). After Ctrl-C, it also writes what
+        was judged when the stop ends at once (see :class:`Termination`).
     :return: the run, and why it stopped early, if it did: then the run holds the
         cases judged until then, and says it stopped.
     """
+    from .._runner import set_ctrl_c_hook
     from .._watchdog import Watch, set_stuck_hook
 
     backend = _backend(arguments.backend)
+    streams = Streams()
+    write_outputs = on_stuck
+    if on_stuck is not None:
+        on_stuck = _unless_stopping(on_stuck)
     show = _verbosity(arguments) >= 0 and sys.stderr.isatty()
     line = ProgressLine(sys.stderr) if show else None
     started = now()
@@ -268,6 +278,7 @@ def _execute(
     def stuck(watch: Watch) -> None:
         # In the watchdog's thread, while the run cannot go on: keep what it has
         # judged, fail the stuck case, write it all, and end the process.
+        streams.restore()
         entries = progress.judged(pairs)
         execution = progress.execution
         if execution is not None and progress.running < len(entries):
@@ -296,7 +307,21 @@ def _execute(
             sys.stderr.flush()
             os._exit(2)
 
+    def after() -> str:
+        judged = sum(len(entry.results) for entry in progress.judged(pairs))
+        return _after(judged, progress.total)
+
+    def write_judged() -> None:
+        if write_outputs is not None:
+            entries = tuple(progress.judged(pairs))
+            write_outputs(Matrix(information("interrupted (Ctrl-C)"), entries))
+
     stop: RunStopped | None = None
+    current = termination()
+    if current is not None:
+        current.describe = after
+        current.write_judged = write_judged
+        set_ctrl_c_hook(current.press)
     set_stuck_hook(stuck)
     try:
         entries = anyio.run(runner, backend=backend)
@@ -309,6 +334,10 @@ def _execute(
         stop.__cause__ = error
     finally:
         set_stuck_hook(None)
+        set_ctrl_c_hook(None)
+        if current is not None:
+            current.write_judged = None  # the command writes them from now on
+        streams.restore()  # a case may have replaced them: the command writes to its own
         if line is not None:
             line.clear()
     return Matrix(information(None if stop is None else stop.reason), tuple(entries)), stop
@@ -316,20 +345,40 @@ def _execute(
 
 def _stopped(error: BaseException, judged: int, total: int, running: str) -> RunStopped:
     """Why a run stopped early, for its report and for the command's last line."""
-    from ._interrupt import terminated
-
-    after = f"after {judged} of {total} case{'s' if total != 1 else ''}"
+    after = _after(judged, total).lstrip()
     interrupted = isinstance(error, KeyboardInterrupt) or (
         isinstance(error, BaseExceptionGroup) and error.subgroup(KeyboardInterrupt) is not None
     )
     if interrupted and terminated():
         message = f"terminated (SIGTERM) {after}; every output file is as it was"
-        return RunStopped(message, _TERMINATED, "terminated (SIGTERM)")
+        return RunStopped(message, TERMINATED, "terminated (SIGTERM)")
     kept = "the outputs hold the cases judged"
     if interrupted:
-        return RunStopped(f"interrupted {after}; {kept}", _INTERRUPTED, "interrupted (Ctrl-C)")
+        return RunStopped(f"interrupted {after}; {kept}", INTERRUPTED, "interrupted (Ctrl-C)")
     reason = error_line(error) + (f", raised while running {running}" if running else "")
     return RunStopped(f"the run stopped {after}: {reason}; {kept}", 2, reason)
+
+
+def _after(judged: int, total: int) -> str:
+    return f" after {judged} of {total} case{'s' if total != 1 else ''}"
+
+
+def _unless_stopping(write: Callable[[Matrix], None]) -> Callable[[Matrix], None]:
+    """
+    What writes the outputs of a run whose stage is stuck: after SIGTERM, nothing
+    is written, and the process ends as terminated (143); after Ctrl-C, they are
+    written, and it ends as interrupted (130).
+    """
+
+    def written(matrix: Matrix) -> None:
+        current = termination()
+        if current is not None and current.received:
+            current.end(matrix.run.stopped or "a stage is stuck")
+        write(matrix)
+        if current is not None and current.interrupted:
+            current.end(matrix.run.stopped or "a stage is stuck")
+
+    return written
 
 
 # -- the commands ----------------------------------------------------------------------
@@ -346,6 +395,7 @@ def _run_command(arguments: argparse.Namespace) -> int:
         raise UsageError("--update-baseline needs --baseline FILE: the file to rewrite")
     shard = parse_shard(arguments.shard) if arguments.shard is not None else None
     outputs = Outputs(arguments.outputs, _verbosity(arguments))
+    _discard_when_ended(outputs)
     _backend(arguments.backend)
     baseline: Baseline | None = None
     if arguments.baseline is not None:
@@ -391,9 +441,16 @@ def _run_command(arguments: argparse.Namespace) -> int:
     return 0 if matrix.holds else 1
 
 
+def _discard_when_ended(outputs: Outputs) -> None:
+    """A process ended at once after SIGTERM leaves no temporary file behind."""
+    current = termination()
+    if current is not None:
+        current.at_end.append(outputs.discard)
+
+
 def _keep_files(stop: RunStopped | None) -> None:
     """After SIGTERM, every output file is left as it was: the run ends here."""
-    if stop is not None and stop.status == _TERMINATED:
+    if stop is not None and stop.status == TERMINATED:
         raise stop
 
 
@@ -431,6 +488,7 @@ def _demo_command(arguments: argparse.Namespace) -> int:
 
     apply_gate(arguments, None)  # the bundled profiles are not the project's
     outputs = Outputs(arguments.outputs, _verbosity(arguments))
+    _discard_when_ended(outputs)
     _backend(arguments.backend)
     try:
         outputs.prepare()

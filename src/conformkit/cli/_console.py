@@ -372,7 +372,7 @@ class Outputs:
         try:
             for destination, text in staged:
                 destination.stage(text)
-            with _signals_held():
+            with _committing():
                 for destination, _ in staged:
                     destination.commit()
             for destination, _ in staged:
@@ -395,25 +395,62 @@ class Outputs:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def _committing() -> Iterator[None]:
     """
     Hold back Ctrl-C and SIGTERM while the outputs are renamed into place, so that
     an interrupt there cannot leave some renamed and others not; it is acted on
     once they all are.
+
+    Not with a signal mask: CPython runs a handler in the main thread at any
+    instruction, whatever that thread's mask, once another thread (the watchdog, a
+    worker) received the signal. The handlers themselves wait instead.
     """
     import signal
     import threading
 
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None or threading.current_thread() is not threading.main_thread():
-        yield
+    from ._interrupt import termination
+
+    current = termination()
+    renaming = contextlib.nullcontext() if current is None else current.committing()
+    if threading.current_thread() is not threading.main_thread():
+        with renaming:
+            yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = mask(signal.SIG_BLOCK, held)
+    pressed: list[object] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(frame))
     try:
-        yield
+        with renaming:
+            yield
     finally:
-        mask(signal.SIG_SETMASK, previous)
+        # A handler set outside Python reads as None: put back the default.
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+    if pressed and callable(previous):
+        previous(signal.SIGINT, sys._getframe())
+    elif pressed:
+        raise KeyboardInterrupt
+
+
+# -- the streams -------------------------------------------------------------------------
+
+
+@final
+class Streams:
+    """
+    The stdout and stderr in place when it was made: what the command line writes
+    to, though the code under test replaced ``sys.stdout`` or ``sys.stderr``.
+    """
+
+    __slots__ = ("stderr", "stdout")
+
+    def __init__(self) -> None:
+        self.stdout = sys.stdout
+        self.stderr = sys.stderr
+
+    def restore(self) -> None:
+        """Put them back in ``sys``, for every later write."""
+        sys.stdout, sys.stderr = self.stdout, self.stderr
 
 
 # -- the progress line -----------------------------------------------------------------

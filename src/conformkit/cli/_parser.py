@@ -141,6 +141,18 @@ def _timeout(text: str) -> float | None:
         ) from None
 
 
+def _stop_timeout(text: str) -> float:
+    from .._util import check_timeout
+
+    try:
+        seconds = check_timeout(float(text), optional=False)
+    except ValueError:
+        seconds = None
+    if seconds is None:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -302,6 +314,14 @@ def _add_running(parser: argparse.ArgumentParser) -> None:
         type=_timeout,
         default=argparse.SUPPRESS,
         metavar="SECONDS",
+    )
+    group.add_argument(
+        "--stop-timeout",
+        type=_stop_timeout,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="after SIGTERM or Ctrl-C, how long the cleanups may take before the command "
+        "ends at once (default 10)",
     )
     group.add_argument(
         "--concurrency",
