@@ -38,6 +38,9 @@ FEATURE_ID = "test.runner"
 SHORT = 0.3  # seconds: small enough to keep the file fast, never hit by a quick stage
 TINY = 0.1  # seconds: a deadline for stages that overrun it by design
 
+RUN_DEADLINE = ": the run's timeout= (--timeout); pass a larger one to allow more time"
+"""What a reason says of an overrun of the run's own timeout=."""
+
 
 TRAMPOLINES = re.compile(
     r" ← _trampoline_wrapper at trampoline\.py:\d+"
@@ -474,6 +477,7 @@ class TestDeadlines:
             )
         assert plain(report["sleeps"].reason) == (
             "feature 'test.runner', case 'sleeps': stage 'case' exceeded the 0.1s deadline"
+            + RUN_DEADLINE
         )
 
     @pytest.mark.anyio
@@ -497,7 +501,8 @@ class TestDeadlines:
         assert statuses(report) == [PASSED] * 7 + [FAILED]
         assert re.fullmatch(
             r"feature 'test\.runner', case 'overrun': stage "
-            r"'case' exceeded the 0\.2s deadline \(cancelled in overrun at test_runner\.py:\d+\)",
+            r"'case' exceeded the 0\.2s deadline \(cancelled in overrun at test_runner\.py:\d+\)"
+            + re.escape(RUN_DEADLINE),
             plain(report["overrun"].reason),
         ), report["overrun"].reason
 

@@ -28,6 +28,10 @@ PASSED = ck.CaseStatus.PASSED
 UNSUPPORTED = ck.CaseStatus.UNSUPPORTED
 UNAVAILABLE = ck.CaseStatus.UNAVAILABLE
 
+RUN_DEADLINE = ": the run's timeout= (--timeout); pass a larger one to allow more time"
+"""What a reason says of an overrun of the run's own timeout=."""
+RUN_DEADLINE_RE = re.escape(RUN_DEADLINE)
+
 
 class Pinger(Protocol):
     async def ping(self) -> None: ...
@@ -307,7 +311,7 @@ class TestLateStages:
         assert report["held"].status is FAILED
         found = re.search(
             rf"stage '{stage}' exceeded the 1s deadline \(ran (\d+\.\d)s; sync code blocked the "
-            r"event loop\)$",
+            r"event loop\)" + RUN_DEADLINE_RE + "$",
             reason,
         )
         assert found, reason
@@ -331,7 +335,7 @@ class TestLateStages:
         assert report["swallows"].status is FAILED
         assert re.search(
             r"stage 'case' exceeded the 0\.3s deadline \(ran \d+\.\ds; it did not answer its "
-            r"cancellation\)$",
+            r"cancellation\)" + RUN_DEADLINE_RE + "$",
             reason,
         ), reason
 
@@ -378,7 +382,7 @@ class TestLateStages:
         reason = report["waits"].reason or ""
         assert re.search(
             r"exceeded the 0\.3s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+"
-            r"[^()]*\)$",  # innermost frame first
+            r"[^()]*\)" + RUN_DEADLINE_RE + "$",  # innermost frame first
             reason,
         ), reason
         error = report["waits"].error
@@ -400,7 +404,7 @@ class TestLateStages:
         report = await ck.run_contract(r.implementation, r.suite, timeout=SHORT)
         reason = plain(report["sleeps"].reason)  # under tools/mutation.py, the trampolines'
         assert report["sleeps"].status is FAILED
-        assert reason.endswith("stage 'case' exceeded the 0.3s deadline"), reason
+        assert reason.endswith("stage 'case' exceeded the 0.3s deadline" + RUN_DEADLINE), reason
 
 
 class TestBackgroundWorkOutlivingItsJoin:
@@ -470,7 +474,7 @@ class TestWatchdog:
         reason = report["waits"].reason or ""
         assert re.search(
             r"exceeded the 0\.3s deadline \(cancelled in waits at test_runner_lifecycle\.py:\d+"
-            r"[^()]*\)$",  # innermost frame first
+            r"[^()]*\)" + RUN_DEADLINE_RE + "$",  # innermost frame first
             reason,
         ), reason
 
@@ -539,7 +543,9 @@ class TestStageDeadlines:
         reason = report["waits"].reason or ""
         assert re.search(
             r"stage 'case' exceeded the 0\.3s deadline \(cancelled in waits at "
-            r"test_runner_lifecycle\.py:\d+[^()]*\)$",  # innermost frame first
+            r"test_runner_lifecycle\.py:\d+[^()]*\)"
+            + RUN_DEADLINE_RE
+            + "$",  # innermost frame first
             reason,
         ), reason
 
@@ -594,7 +600,7 @@ class TestStuckStages:
             ), reason
             assert stacks == []
         else:
-            assert reason.endswith("it did not answer its cancellation)"), reason
+            assert reason.endswith("it did not answer its cancellation)" + RUN_DEADLINE), reason
             [stack] = stacks
             assert ", in shielded\n" in (stack or ""), stack
 
@@ -627,7 +633,7 @@ class TestStuckStages:
                 reason
             ), reason
         else:
-            assert reason.endswith("it did not answer its cancellation)"), reason
+            assert reason.endswith("it did not answer its cancellation)" + RUN_DEADLINE), reason
 
     @pytest.mark.anyio
     async def test_the_stuck_stage_is_found_among_many_tasks(self, anyio_backend: str) -> None:
@@ -650,7 +656,7 @@ class TestStuckStages:
                 reason
             ), reason
         else:
-            assert reason.endswith("it did not answer its cancellation)"), reason
+            assert reason.endswith("it did not answer its cancellation)" + RUN_DEADLINE), reason
 
     @pytest.mark.anyio
     async def test_a_cleanup_waiting_where_no_cancellation_reaches_is_left_to_end(self) -> None:
