@@ -156,9 +156,9 @@ def main() -> int:
                 for (label, case), (_, seconds) in slowest
             )
         )
-        for key, reason in loaded_reasons.items():
-            if idle_reasons.get(key) != reason and "slow" in reason:
-                print(f"  slow under load: {key}: {reason[:300]}")
+        for where, reason in loaded_reasons.items():
+            if idle_reasons.get(where) != reason and reason.startswith("slow:"):
+                print(f"  slow under load: {where}: {reason[:300]}")
     print(f"\n{differ} verdict(s) differ between idle and loaded")
     return 1 if differ else 0
 

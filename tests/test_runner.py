@@ -585,18 +585,20 @@ class TestDeadlines:
         self, runner: str
     ) -> None:
         """Stages each within their deadline pass, though the case's deadline passes in cleanup."""
-        timeout = 1.0
+        # Two stages that take more than one deadline together leave each at most twice
+        # the time it needs: a long deadline makes that 1.8 s, which no load takes away.
+        timeout = 4.0
         cleanup_done: list[str] = []
 
         async def on_create(number: int, scope: ck.FeatureScope) -> None:
             async def slow_cleanup() -> None:
-                await anyio.sleep(0.6 * timeout)
+                await anyio.sleep(0.55 * timeout)
                 cleanup_done.append("slow cleanup")
 
             scope.defer(slow_cleanup)
 
         async def slow_case(api: Probe) -> None:
-            await anyio.sleep(0.6 * timeout)
+            await anyio.sleep(0.55 * timeout)
             api.log.append("case finished")
 
         r = rig({"only": slow_case}, on_create=on_create)
