@@ -81,7 +81,8 @@ def run_all(chosen: list[tuple[str, Any, Any]], backend: str) -> tuple[Verdicts,
     for label, implementation, suite in chosen:
         report = ck.run_contract_sync(implementation, suite, backend=backend)  # type: ignore[arg-type]
         for result in report.results:
-            verdict = result.status.value + (" (slow)" if result.slow else "")
+            slow = getattr(result, "slow", False)  # none before conformkit had it
+            verdict = result.status.value + (" (slow)" if slow else "")
             verdicts[label, result.case_id] = (verdict, result.duration)
             if result.reason is not None:
                 reasons[f"{label} / {result.case_id}"] = result.reason
