@@ -14,6 +14,7 @@ starts and as each ends: ``python tests/test_faults.py BACKEND NAME...``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -331,6 +332,59 @@ def the_implementation_declares_its_deadline(trace: Trace, backend: Backend) -> 
 def the_run_overrides_the_declared_deadline(trace: Trace, backend: Backend) -> Outcome:
     implementation, suite = contract(trace, {"naps": naps}, declared=TINY)
     return run(backend, implementation, suite, timeout=None)
+
+
+# The default guard: a stage stuck under it is run again, and interrupted again.
+
+
+@contextlib.contextmanager
+def short_guard() -> Iterator[None]:
+    """The default guard's deadlines made TINY, then 3 * TINY for the second run."""
+    from conformkit import _implementation
+
+    before = _implementation.GUARD_TIMEOUTS
+    _implementation.GUARD_TIMEOUTS = (TINY, 3 * TINY)
+    try:
+        yield
+    finally:
+        _implementation.GUARD_TIMEOUTS = before  # the other scenarios share the process
+
+
+RUN_AGAIN = "the longer deadline it was run again under, once it overran the default 0.2s guard"
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'case' exceeded the 0.6s deadline", RUN_AGAIN])
+def sync_code_stuck_under_the_default_guard_is_interrupted_twice(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    def held(api: Trace) -> None:
+        trace.add("spins")
+        spin()
+
+    with short_guard():
+        outcome = run(
+            backend, *contract(trace, {"first": held, "second": passes}), timeout=ck.DEFAULT_TIMEOUT
+        )
+    assert trace.events.count("spins") == 2, trace.events  # run again once, no more
+    return outcome
+
+
+@fault(FAILED_THEN_PASSED, says=["stage 'case' exceeded the 0.6s deadline", RUN_AGAIN])
+def a_swallowed_cancellation_under_the_default_guard_is_interrupted_twice(
+    trace: Trace, backend: Backend
+) -> Outcome:
+    async def swallows(api: Trace) -> None:
+        trace.add("swallows")
+        await swallow_cancellation()
+
+    with short_guard():
+        outcome = run(
+            backend,
+            *contract(trace, {"first": swallows, "second": passes}),
+            timeout=ck.DEFAULT_TIMEOUT,
+        )
+    assert trace.events.count("swallows") == 2, trace.events
+    return outcome
 
 
 # Stuck stages: interrupted where Python allows, the run goes on.

@@ -103,6 +103,7 @@ class TestToDict:
             "error": None,
             "cleanup_errors": [],
             "stale": False,
+            "slow": False,
         }
 
     def test_names_non_builtin_exception_types_with_their_module(self) -> None:

@@ -39,6 +39,9 @@ FEATURE_ID = "test.runner"
 SHORT = 0.3  # seconds: small enough to keep the file fast, never hit by a quick stage
 TINY = 0.1  # seconds: a deadline for stages that overrun it by design
 
+RUN_DEADLINE = ": the run's timeout= (--timeout); pass a larger one to allow more time"
+"""What a reason says of an overrun of the run's own timeout=."""
+
 
 TRAMPOLINES = re.compile(
     r" ← _trampoline_wrapper at trampoline\.py:\d+"
@@ -475,6 +478,7 @@ class TestDeadlines:
             )
         assert plain(report["sleeps"].reason) == (
             "feature 'test.runner', case 'sleeps': stage 'case' exceeded the 0.1s deadline"
+            + RUN_DEADLINE
         )
 
     @pytest.mark.anyio
@@ -498,7 +502,8 @@ class TestDeadlines:
         assert statuses(report) == [PASSED] * 7 + [FAILED]
         assert re.fullmatch(
             r"feature 'test\.runner', case 'overrun': stage "
-            r"'case' exceeded the 0\.2s deadline \(cancelled in overrun at test_runner\.py:\d+\)",
+            r"'case' exceeded the 0\.2s deadline \(cancelled in overrun at test_runner\.py:\d+\)"
+            + re.escape(RUN_DEADLINE),
             plain(report["overrun"].reason),
         ), report["overrun"].reason
 
@@ -581,18 +586,20 @@ class TestDeadlines:
         self, runner: str
     ) -> None:
         """Stages each within their deadline pass, though the case's deadline passes in cleanup."""
-        timeout = 1.0
+        # Two stages that take more than one deadline together leave each at most twice
+        # the time it needs: a long deadline makes that 1.8 s, which no load takes away.
+        timeout = 4.0
         cleanup_done: list[str] = []
 
         async def on_create(number: int, scope: ck.FeatureScope) -> None:
             async def slow_cleanup() -> None:
-                await anyio.sleep(0.6 * timeout)
+                await anyio.sleep(0.55 * timeout)
                 cleanup_done.append("slow cleanup")
 
             scope.defer(slow_cleanup)
 
         async def slow_case(api: Probe) -> None:
-            await anyio.sleep(0.6 * timeout)
+            await anyio.sleep(0.55 * timeout)
             api.log.append("case finished")
 
         r = rig({"only": slow_case}, on_create=on_create)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, final
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Coverage, Feature
@@ -37,6 +37,34 @@ As the default of a ``timeout=`` parameter it stands for "the implementation's
 own deadline": its ``timeout`` class attribute, which is this value unless the
 implementation declares another. Any other value, ``5.0`` included, overrides it.
 """
+
+
+GUARD_TIMEOUTS: tuple[float, float] = (float(DEFAULT_TIMEOUT), 30.0)
+"""
+The default deadline, a guard against hangs rather than a judge of speed: a
+stage's first deadline, and the longer one that a case whose stage overran the
+first is run again under, in a fresh scope, before it is judged.
+"""
+
+DeadlineSource = Literal["guard", "implementation", "run"]
+"""Who set a run's deadline: nobody (the default guard), the implementation, or the run."""
+
+
+def run_deadline(timeout: object, implementation: object) -> tuple[float | None, DeadlineSource]:
+    """
+    The deadline of each stage of a run, and who set it: ``timeout`` when it was
+    given (``"run"``), else the implementation's ``timeout`` when its class
+    declares one (``"implementation"``), else the default guard (``"guard"``),
+    whose first deadline is ``GUARD_TIMEOUTS[0]``.
+
+    :raises ContractDefinitionError: if ``timeout`` is malformed.
+    """
+    if timeout is not DEFAULT_TIMEOUT:
+        return check_timeout(timeout), "run"
+    declared = getattr(type(implementation), "timeout", DEFAULT_TIMEOUT)
+    if declared is not DEFAULT_TIMEOUT:
+        return check_timeout(declared), "implementation"
+    return GUARD_TIMEOUTS[0], "guard"
 
 
 def stage_timeout(timeout: object, implementation: object) -> float | None:
@@ -73,7 +101,10 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
 
     An implementation whose backend is remote or slow declares the deadline of
     each stage as a class attribute, ``timeout = 30.0`` (``None`` for none); a
-    run's own ``timeout=`` overrides it.
+    run's own ``timeout=`` overrides it. A declared deadline is kept to: a stage
+    that overruns it fails. Without one, the default deadline only guards against
+    hangs: a case that overran it is run again under a longer one before it is
+    judged (see docs/running.md).
 
     The declarations are checked when the class is created. The lifecycle is the
     host's: a subclass that defines ``dispose``, ``close``, ``aclose``, ``open`` or

@@ -40,6 +40,9 @@ class CaseResult:
     :ivar duration: seconds from the start of ``create`` to the end of cleanup.
     :ivar stale: the case was declared unsupported, yet passed when probed
         (``probe_unsupported=True``): the declaration has outlived its cause.
+    :ivar slow: the case passed only with more time: a stage overran the default
+        deadline, and the case passed when run again under the longer one; its
+        ``reason`` says which stage and how long it ran.
     """
 
     case_id: str
@@ -49,6 +52,7 @@ class CaseResult:
     cleanup_errors: tuple[BaseException, ...] = ()
     duration: float = 0.0
     stale: bool = False
+    slow: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict: strings, numbers, lists and dicts only."""
@@ -60,6 +64,7 @@ class CaseResult:
             "error": None if self.error is None else describe_exception(self.error),
             "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
             "stale": self.stale,
+            "slow": self.slow,
         }
 
 
@@ -78,11 +83,12 @@ def case_result(
     cleanup_errors: tuple[BaseException, ...] = (),
     duration: float = 0.0,
     stale: bool = False,
+    slow: bool = False,
 ) -> CaseResult:
     """
     ``CaseResult(...)`` at a quarter of the cost: the runner makes one per case.
 
-    A frozen dataclass sets each of its seven fields through
+    A frozen dataclass sets each of its eight fields through
     ``object.__setattr__``, which takes about four times as long as this does,
     a large share of what a trivial case costs. This fills in plain slots, then
     gives the object its class: the same slots in the same order, so the same
@@ -96,6 +102,7 @@ def case_result(
     result.cleanup_errors = cleanup_errors  # type: ignore[attr-defined]
     result.duration = duration  # type: ignore[attr-defined]
     result.stale = stale  # type: ignore[attr-defined]
+    result.slow = slow  # type: ignore[attr-defined]
     result.__class__ = CaseResult  # type: ignore[assignment]
     return result  # type: ignore[return-value]  # a CaseResult now; cast() costs a call
 
@@ -139,6 +146,11 @@ class ContractReport:
         return counts
 
     @property
+    def slow(self) -> tuple[str, ...]:
+        """The IDs of the cases that passed only with more time (:attr:`CaseResult.slow`)."""
+        return tuple(result.case_id for result in self.results if result.slow)
+
+    @property
     def duration(self) -> float:
         """Seconds spent in all cases together."""
         return sum(result.duration for result in self.results)
@@ -159,12 +171,17 @@ class ContractReport:
 
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in self.counts().items() if n)
+        slow = len(self.slow)
+        if slow:
+            counts += f" ({slow} slow)"
         lines = [f"{self.feature_id} × {self.implementation}: {counts} in {self.duration:.2f}s"]
         for result in self.results:
             if result.status is not CaseStatus.PASSED:
                 lines.append(
                     f"  {result.status.upper()} {result.case_id}: {one_line(result.reason)}"
                 )
+            elif result.slow:
+                lines.append(f"  SLOW {result.case_id}: {one_line(result.reason)}")
         if self.unexercised:
             lines.append(f"  operations no case exercised: {', '.join(self.unexercised)}")
         for exc in self.cleanup_errors:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import _thread
+import dataclasses
 import functools
 import inspect
+import itertools
 import os
 import sys
 import warnings
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, cast, final
 
 import anyio
 
+from . import _implementation
 from ._exceptions import (
     ContractDefinitionError,
     ContractFailure,
@@ -22,7 +25,7 @@ from ._exceptions import (
 )
 from ._explain import describe_error, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, declared_api
-from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, stage_timeout
+from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, run_deadline
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
 from ._scope import OWN_TASKS, FeatureScope, OwnTasks
 from ._shape import _CLEAN, CreateCheck, open_twin
@@ -142,6 +145,7 @@ class _Lane(Watch):
         "deadline",
         "driver",
         "fired",
+        "retry",
         "stopped",
         "timed",
         "waker_made",
@@ -160,6 +164,8 @@ class _Lane(Watch):
         self.stopped = False  # Ctrl-C cancelled the scope (a run of one case)
         self.timed = False  # the scope has a deadline (a run of one case)
         self.waker_made = False  # see wait()
+        # A case to run again under the longer deadline, first in the next stretch.
+        self.retry: _Retry | None = None
         # What runs the lane's cases: its task awaits it, which finds the task.
         self.driver: object = None
 
@@ -221,6 +227,19 @@ class _Lane(Watch):
         return ""
 
 
+@final
+class _Retry:
+    """A case that overran the default guard, to run again: where, and its first reason."""
+
+    __slots__ = ("case_id", "duration", "index", "reason")
+
+    def __init__(self, index: int, case_id: str, reason: str, duration: float) -> None:
+        self.index = index
+        self.case_id = case_id
+        self.reason = reason
+        self.duration = duration
+
+
 class _Late(Exception):
     """A stage returned after its deadline; ``ran`` is how long it took."""
 
@@ -278,9 +297,12 @@ class RunPlan(Generic[API]):
         "probe",
         "record",
         "release",
+        "retry_timeout",
         "shared",
+        "source",
         "sync_cases",
         "timeout",
+        "timeouts",
     )
 
     def __init__(
@@ -315,7 +337,12 @@ class RunPlan(Generic[API]):
         self.check = CreateCheck(declared_api(implementation.feature))
         self.isolation = check_isolation
         self.shared = shared
-        self.timeout = stage_timeout(timeout, implementation)
+        self.timeout, self.source = run_deadline(timeout, implementation)
+        # Under the default guard alone, a case whose create or case stage overran
+        # is run again under this longer deadline before it is judged.
+        self.retry_timeout: float | None = None
+        if self.source == "guard":
+            self.timeout, self.retry_timeout = _implementation.GUARD_TIMEOUTS
         self.name = type(implementation).__qualname__
         self.feature_id = implementation.feature.id
         self.create = implementation.create
@@ -329,6 +356,36 @@ class RunPlan(Generic[API]):
         # nothing per case before it starts.
         self.functions: dict[str, Any] = suite._cases
         self.members = planned.members
+        # The cases that declare a deadline of their own longer than the run's,
+        # unless the run gave its own timeout=: each stage of theirs has it. Never
+        # shorter than the run's deadline, which the run's watchdog relies on.
+        self.timeouts: dict[str, float] = {}
+        if self.timeout is not None and self.source != "run":
+            for case_id in self.case_ids:
+                own = suite.own_timeout(
+                    self.members[case_id][0] if case_id in self.members else case_id
+                )
+                if own is not None and own > self.timeout:
+                    self.timeouts[case_id] = own
+
+    def deadline_words(self, case_id: str, timeout: float) -> str:
+        """Which deadline a stage of ``case_id`` overran, and how to allow more time."""
+        raise_it = f"set timeout = ... on {self.name} or pass --timeout"
+        if self.source == "run":
+            return "the run's timeout= (--timeout); pass a larger one to allow more time"
+        if case_id in self.timeouts:
+            return (
+                f"the case's own deadline, @suite.case(..., timeout={timeout:g}); "
+                f"raise it there, or pass --timeout, to allow more time"
+            )
+        if self.source == "implementation":
+            return f"{self.name}.timeout; to allow more time, {raise_it}"
+        if timeout != self.timeout:
+            return (
+                f"the longer deadline it was run again under, once it overran the default "
+                f"{self.timeout:g}s guard; to allow more time, {raise_it}"
+            )
+        return f"the default deadline, a guard against hangs; to allow more time, {raise_it}"
 
     def member_function(self, case_id: str) -> CaseFunction[API]:
         """The function that runs a family member's case: the family's, bound to its parameter."""
@@ -649,11 +706,18 @@ class Execution(Generic[API]):
         create = plan.create
         create_is_async = plan.create_is_async
         feature_id = plan.feature_id
-        timeout = plan.timeout
+        default = plan.timeout
+        timeouts = plan.timeouts  # the cases' own deadlines, where longer
+        retry = lane.retry
+        if retry is not None:
+            # A case that overran the default guard runs again, first, under the longer deadline.
+            lane.retry = None
+            queue = itertools.chain(((retry.index, retry.case_id),), queue)
+            timeouts = {**timeouts, retry.case_id: cast("float", plan.retry_timeout)}
         probe = plan.probe
         record = plan.record
         spawner = self.spawner
-        watch = lane if timeout is not None else None  # each case's cleanups are stages too
+        watch = lane if default is not None else None  # each case's cleanups are stages too
         plain = plan.plain
         sync_cases = plan.sync_cases
         check = plan.check
@@ -672,6 +736,8 @@ class Execution(Generic[API]):
             function = (
                 functions[case_id] if case_id not in members else plan.member_function(case_id)
             )
+            # Not timeouts.get(): a lookup and a call cost more than a test that fails.
+            timeout = default if case_id not in timeouts else timeouts[case_id]  # noqa: SIM401
             scope = FeatureScope(spawner, feature_id, case_id, timeout, watch)
             error: BaseException | None = None
             recorder: CallRecorder | None = None
@@ -681,6 +747,7 @@ class Execution(Generic[API]):
             if timeout is not None:
                 # Arm the stage: it must end within the timeout.
                 lane.case_id = case_id
+                lane.timeout = timeout
                 lane.due = lane.deadline = due = started + timeout
                 lane.stage = stage
                 lane.stuck_at = due + grace
@@ -766,10 +833,23 @@ class Execution(Generic[API]):
                 result = case_result(case_id, _PASSED, None, None, (), duration)
             else:
                 result = await self._conclude(
-                    case_id, stage, error, cleanup_errors, duration, overran, recorder
+                    case_id, stage, error, cleanup_errors, duration, overran, recorder, timeout
                 )
+                if (
+                    overran is not None
+                    and plan.retry_timeout is not None
+                    and case_id not in timeouts
+                    and self.interrupt is None
+                ):
+                    # It overran the default guard, which judges no speed: run it
+                    # again, in a fresh scope under the longer deadline, in the
+                    # lane's next stretch (this one's cancel scope may be spent).
+                    lane.retry = _Retry(index, case_id, cast("str", result.reason), duration)
+                    return False
                 if plan.release:
                     _release(result)
+            if retry is not None and case_id == retry.case_id:
+                result = _retried(result, retry, timeout)
             results[index] = result if declared is None else _probed(result, declared)
             if spent:
                 return False
@@ -784,12 +864,14 @@ class Execution(Generic[API]):
         duration: float,
         overran: str | None,
         recorder: CallRecorder | None,
+        timeout: float | None,
     ) -> CaseResult:
         """
         The result of a case that did not simply pass, or whose calls were
         recorded; an interrupt or a real cancellation is raised instead.
 
         :param overran: when a stage overran its deadline, how, for the reason.
+        :param timeout: the deadline of the case's stages.
         """
         if recorder is not None:
             self.called.update(recorder.names())
@@ -816,10 +898,11 @@ class Execution(Generic[API]):
             stuck = error if type(error) is StageStuck else None
             if error is not None:
                 _trim_traceback(error)
-            timeout = self.plan.timeout
+            assert timeout is not None  # only a deadline overruns
             error = TimeoutError(
                 f"feature {self.plan.feature_id!r}, case {case_id!r}: stage {stage!r} "
-                f"exceeded the {timeout or 0:g}s deadline{overran}"
+                f"exceeded the {timeout:g}s deadline{overran}: "
+                f"{self.plan.deadline_words(case_id, timeout)}"
             ).with_traceback(None)
             if stuck is not None:
                 error.add_note(f"where it was stuck:\n{_stack_of(stuck)}")
@@ -841,6 +924,22 @@ class Execution(Generic[API]):
                 # API, that its property does not apply: a gap, never a pass.
                 return CaseResult(case_id, _UNSUPPORTED, found, duration=duration)
         return _failed_result(case_id, stage, error, tuple(cleanup_errors), duration)
+
+
+def _retried(result: CaseResult, retry: _Retry, timeout: float | None) -> CaseResult:
+    """
+    The result of a case run again under the longer deadline: passed, it passed
+    only with more time, and says so; else it is judged as it ran the second time.
+    Its duration is that of both runs.
+    """
+    duration = retry.duration + result.duration
+    if result.status is _PASSED and result.reason is None:
+        reason = (
+            f"slow: passed only when run again under a {timeout or 0:g}s deadline; the first "
+            f"run: {retry.reason}"
+        )
+        return CaseResult(result.case_id, _PASSED, reason, duration=duration, slow=True)
+    return dataclasses.replace(result, duration=duration)
 
 
 def _unsupported_reason(error: BaseException | None) -> str | None:

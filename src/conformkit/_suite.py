@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeAlias, TypeVar, final, overload
 
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName, Feature, declared_api
-from ._util import callable_location
+from ._util import callable_location, check_timeout
 
 CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
 """A case: a callable, usually ``async def``, that takes the API and raises on failure."""
@@ -36,7 +36,7 @@ class ContractSuite(Generic[API, CaseName]):
     :raises ContractDefinitionError: for an unknown case name or a non-callable.
     """
 
-    __slots__ = ("_cases", "feature")
+    __slots__ = ("_cases", "_timeouts", "feature")
 
     def __init__(
         self,
@@ -49,6 +49,7 @@ class ContractSuite(Generic[API, CaseName]):
             )
         self.feature: Feature[API, CaseName] = feature
         self._cases: dict[str, CaseFunction[API] | FamilyFunction[API]] = {}
+        self._timeouts: dict[str, float] = {}  # the cases that declare their own deadline
         for name, function in (cases or {}).items():
             self._add(name, function, family=name in feature.families)
 
@@ -56,10 +57,19 @@ class ContractSuite(Generic[API, CaseName]):
         return f"ContractSuite({self.feature.id!r}, cases={list(self._cases)!r})"
 
     def _add(
-        self, name: str, function: CaseFunction[API] | FamilyFunction[API], *, family: bool
+        self,
+        name: str,
+        function: CaseFunction[API] | FamilyFunction[API],
+        *,
+        family: bool,
+        timeout: float | None = None,
     ) -> None:
         feature = self.feature
         feature._check_case(name, f"suite of feature {feature.id!r}")
+        if timeout is not None:
+            timeout = check_timeout(
+                timeout, what=f"timeout of case {name!r} of feature {feature.id!r}", optional=False
+            )
         if family != (name in feature.families):
             kind, decorator = ("a family", "family") if not family else ("a case", "case")
             raise ContractDefinitionError(
@@ -85,15 +95,29 @@ class ContractSuite(Generic[API, CaseName]):
                     f"'async def' and await each call ({callable_location(function)})"
                 )
         self._cases[name] = function
+        if timeout is not None:
+            self._timeouts[name] = timeout
+
+    def own_timeout(self, name: str) -> float | None:
+        """The deadline a case (or a family, for each of its members) declares; ``None`` if none."""
+        return self._timeouts.get(name)
 
     @overload
     def case(self, function: Callable[[API], _Outcome], /) -> Callable[[API], _Outcome]: ...
     @overload
     def case(
-        self, name: CaseName, /
+        self, name: CaseName, /, *, timeout: float = ...
+    ) -> Callable[[Callable[[API], _Outcome]], Callable[[API], _Outcome]]: ...
+    @overload
+    def case(
+        self, /, *, timeout: float
     ) -> Callable[[Callable[[API], _Outcome]], Callable[[API], _Outcome]]: ...
     def case(
-        self, function_or_name: Callable[[API], _Outcome] | CaseName, /
+        self,
+        function_or_name: Callable[[API], _Outcome] | CaseName | None = None,
+        /,
+        *,
+        timeout: float | None = None,
     ) -> (
         Callable[[API], _Outcome] | Callable[[Callable[[API], _Outcome]], Callable[[API], _Outcome]]
     ):
@@ -104,14 +128,27 @@ class ContractSuite(Generic[API, CaseName]):
         ``@suite.case("read_your_writes")`` names it explicitly. The function is
         returned unchanged.
 
-        :raises ContractDefinitionError: if the feature declares no such case or
-            the suite already has a function for it.
+        A case that runs threads or many operations declares the deadline its
+        stages need, ``@suite.case("bulk_load", timeout=30)`` (or
+        ``@suite.case(timeout=30)``): it applies to each stage of that case
+        (create, the case, each cleanup) when it is longer than the
+        implementation's deadline. A run's own ``timeout=`` (``--timeout``)
+        overrides it.
+
+        :raises ContractDefinitionError: if the feature declares no such case,
+            the suite already has a function for it, or ``timeout`` is not a
+            positive, finite number of seconds.
         """
-        if isinstance(function_or_name, str):
+        if function_or_name is None or isinstance(function_or_name, str):
             name = function_or_name
 
             def register(function: Callable[[API], _Outcome]) -> Callable[[API], _Outcome]:
-                self._add(name, function, family=False)
+                self._add(
+                    name if name is not None else getattr(function, "__name__", repr(function)),
+                    function,
+                    family=False,
+                    timeout=timeout,
+                )
                 return function
 
             return register
@@ -125,10 +162,18 @@ class ContractSuite(Generic[API, CaseName]):
     ) -> Callable[[API, Any], _Outcome]: ...
     @overload
     def family(
-        self, name: CaseName, /
+        self, name: CaseName, /, *, timeout: float = ...
+    ) -> Callable[[Callable[[API, Any], _Outcome]], Callable[[API, Any], _Outcome]]: ...
+    @overload
+    def family(
+        self, /, *, timeout: float
     ) -> Callable[[Callable[[API, Any], _Outcome]], Callable[[API, Any], _Outcome]]: ...
     def family(
-        self, function_or_name: Callable[[API, Any], _Outcome] | CaseName, /
+        self,
+        function_or_name: Callable[[API, Any], _Outcome] | CaseName | None = None,
+        /,
+        *,
+        timeout: float | None = None,
     ) -> (
         Callable[[API, Any], _Outcome]
         | Callable[[Callable[[API, Any], _Outcome]], Callable[[API, Any], _Outcome]]
@@ -136,20 +181,26 @@ class ContractSuite(Generic[API, CaseName]):
         """
         Register the function of a case family; it takes the API and the member's parameter.
 
-        Used like :meth:`case`: bare, or with the family's name. The function runs
-        once per member the implementation claims, receiving the parameter name
-        (or the :class:`Example` of a table).
+        Used like :meth:`case`: bare, or with the family's name, and ``timeout=``
+        for each member's own deadline. The function runs once per member the
+        implementation claims, receiving the parameter name (or the
+        :class:`Example` of a table).
 
-        :raises ContractDefinitionError: if the feature declares no such family or
-            the suite already has a function for it.
+        :raises ContractDefinitionError: if the feature declares no such family,
+            the suite already has a function for it, or ``timeout`` is malformed.
         """
-        if isinstance(function_or_name, str):
+        if function_or_name is None or isinstance(function_or_name, str):
             name = function_or_name
 
             def register(
                 function: Callable[[API, Any], _Outcome],
             ) -> Callable[[API, Any], _Outcome]:
-                self._add(name, function, family=True)
+                self._add(
+                    name if name is not None else getattr(function, "__name__", repr(function)),
+                    function,
+                    family=True,
+                    timeout=timeout,
+                )
                 return function
 
             return register

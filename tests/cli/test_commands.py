@@ -872,9 +872,10 @@ class TestFormats:
         result = entry["results"][1]
         assert list(result) == [
             "case_id", "status", "reason", "duration", "error", "cleanup_errors", "baseline",
-            "stale",
+            "stale", "slow",
         ]  # fmt: skip
         assert (result["stale"], entry["unexercised"]) == (False, None)  # nothing was probed
+        assert result["slow"] is False  # it did not overrun the default deadline
         assert result["error"]["type"] == "AssertionError"
         assert result["error"]["message"] == "incremented once, read back 2"
         assert report["counts"] == {"passed": 14, "failed": 3, "unsupported": 1, "unavailable": 4}

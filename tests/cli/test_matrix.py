@@ -46,6 +46,7 @@ def case_records(case_id: str) -> st.SearchStrategy[CaseRecord]:
         st.lists(errors, max_size=2).map(tuple),
         marks,
         st.booleans(),
+        st.booleans(),
     )
 
 
@@ -121,12 +122,13 @@ class TestJSON:
         assert record.error.message == "\ufffd"
         json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
 
-    def test_reports_from_before_stale_and_unexercised_read_back(self) -> None:
-        """A version-1 report written before "stale" and "unexercised" reads with defaults."""
+    def test_reports_from_before_stale_slow_and_unexercised_read_back(self) -> None:
+        """A version-1 report from before "stale", "slow" and "unexercised" reads with defaults."""
         record = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.5)
         document = Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (record,)),)).to_json()
         del document["reports"][0]["unexercised"]
         del document["reports"][0]["results"][0]["stale"]
+        del document["reports"][0]["results"][0]["slow"]
         [entry] = from_json(document, "old.json").entries
         assert (entry.unexercised, entry.results) == (None, (record,))
 
@@ -158,6 +160,7 @@ class TestJSON:
             (with_result(duration=True), rf"{RESULT}\.duration must be {SECONDS}, got True"),
             (with_result(duration=1e10), rf"{RESULT}\.duration must be {SECONDS}, got 1"),
             (with_result(stale=1), rf"{RESULT}\.stale must be a boolean, got 1"),
+            (with_result(slow=1), rf"{RESULT}\.slow must be a boolean, got 1"),
             (
                 with_run(shard={"index": 1, "count": 0}),
                 r"run\.shard\.count must be a whole number of at least 1, got 0",

@@ -185,6 +185,14 @@ def check_case_parameters() -> None:
     suite.case(narrow_case)  # type: ignore[arg-type]
     suite.case(returns_value)  # type: ignore[type-var]
 
+    # A case's own deadline: a number of seconds, with its name or alone.
+    suite.case("missing", timeout=30)(good_case)
+    suite.case(timeout=30.0)(good_case)
+    suite.case("missing", timeout=30)(int_case)  # type: ignore[arg-type]
+    suite.case(timeout=30)(int_case)  # type: ignore[arg-type]
+    suite.case("missing", timeout="30")  # type: ignore[call-overload]
+    suite.case(good_case, timeout=30)  # type: ignore[call-overload]
+
 
 @suite.case
 async def missing(api: TextAPI) -> None:
@@ -259,6 +267,7 @@ def check_case_names() -> None:
 
     suite.case("read_your_writes")
     suite.case("invented")  # type: ignore[call-overload]
+    suite.case("invented", timeout=30)  # type: ignore[call-overload]
 
     ck.ContractSuite(text, {"missing": good_case})
     ck.ContractSuite(text, {"invented": good_case})  # type: ignore[dict-item]

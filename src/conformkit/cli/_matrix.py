@@ -59,6 +59,7 @@ class CaseRecord:
 
     :ivar stale: declared unsupported, yet passed when probed.
     :ivar baseline: what the baseline makes of the case, when it lists it.
+    :ivar slow: passed only when run again under a longer deadline.
     """
 
     case_id: str
@@ -69,6 +70,7 @@ class CaseRecord:
     cleanup_errors: tuple[ErrorRecord, ...] = ()
     baseline: BaselineMark | None = None
     stale: bool = False
+    slow: bool = False
 
     @classmethod
     def of(cls, result: CaseResult) -> CaseRecord:
@@ -81,6 +83,7 @@ class CaseRecord:
             tuple(ErrorRecord.of(error) for error in result.cleanup_errors),
             None,
             result.stale,
+            result.slow,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +97,7 @@ class CaseRecord:
             "cleanup_errors": [error.to_json() for error in errors] if errors else [],
             "baseline": None if mark is None else mark.to_json(),
             "stale": self.stale,
+            "slow": self.slow,
         }
 
 
@@ -543,6 +547,8 @@ class _Reader:
             baseline,
             # Added to version 1: reports written before it have no "stale".
             self.get(data, "stale", bool, where) if "stale" in data else False,
+            # Added to version 1 too, later.
+            self.get(data, "slow", bool, where) if "slow" in data else False,
         )
 
     def entry(self, data: dict[str, Any], where: str) -> Entry:
@@ -630,6 +636,7 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
     try:
         case_id, status, reason = data["case_id"], data["status"], data["reason"]
         duration, stale = data["duration"], data.get("stale", False)
+        slow = data.get("slow", False)
         if data["error"] is not None or data["baseline"] is not None:
             return None
         if data["cleanup_errors"] != []:
@@ -644,6 +651,7 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
         or type(duration) is not float
         or not 0.0 <= duration <= _LONGEST  # NaN fails too
         or type(stale) is not bool
+        or type(slow) is not bool
     ):
         return None
     return CaseRecord(
@@ -655,6 +663,7 @@ def _plain_case(data: dict[str, Any]) -> CaseRecord | None:
         (),
         None,
         stale,
+        slow,
     )
 
 

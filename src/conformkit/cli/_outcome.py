@@ -95,6 +95,8 @@ def case_outcome(record: CaseRecord, gate: Gate) -> Outcome:
     mark = record.baseline
     if mark is None or mark.outcome == "known":
         kind, label = status, status
+        if record.slow and record.status is _PASSED:
+            label = f"{status} (slow)"
         if gate.offends(record) and record.status is CaseStatus.UNSUPPORTED:
             option = "require-full" if gate.require_full else "reject-stale"
             kind, label = option, f"{status} (--{option})"
@@ -182,9 +184,24 @@ def shown(entries: Iterable[Entry]) -> list[Entry]:
     return [entry for entry in entries if entry.results or entry.cleanup_errors]
 
 
-def counts_text(counts: dict[CaseStatus, int]) -> str:
-    """``"4 passed, 1 unsupported"``: each status that occurs, with its count."""
-    return ", ".join(f"{n} {status.value}" for status, n in counts.items() if n) or "no case"
+def counts_text(counts: dict[CaseStatus, int], slow: int = 0) -> str:
+    """
+    ``"4 passed, 1 unsupported"``: each status that occurs, with its count; with
+    ``slow``, how many passes were slow: ``"4 passed (1 slow)"``.
+    """
+    return (
+        ", ".join(
+            f"{n} {status.value}{f' ({slow} slow)' if slow and status is _PASSED else ''}"
+            for status, n in counts.items()
+            if n
+        )
+        or "no case"
+    )
+
+
+def slow_count(entries: Iterable[Entry]) -> int:
+    """How many cases of the reports passed only when run again with more time."""
+    return sum(record.slow for entry in entries for record in entry.results)
 
 
 def cell(entry: Entry, gate: Gate) -> str:
@@ -224,7 +241,8 @@ def summary(matrix: Matrix) -> str:
     cases = sum(len(entry.results) for entry in reports)
     return (
         f"{len(reports)} report{'s' if len(reports) != 1 else ''}, "
-        f"{cases} case{'s' if cases != 1 else ''}: {counts_text(matrix.counts())} "
+        f"{cases} case{'s' if cases != 1 else ''}: "
+        f"{counts_text(matrix.counts(), slow_count(matrix.entries))} "
         f"in {_wall_time(matrix):.2f}s{_scope(matrix)}"
     )
 

@@ -17,6 +17,7 @@ from ._outcome import (
     counts_text,
     entry_notes,
     shown,
+    slow_count,
     stale_entry_outcome,
     summary,
     verdict,
@@ -97,7 +98,8 @@ def render_text(
         ]
         if grids and not details:
             continue  # the grid has said it all
-        header = f"{printable(entry.title)}: {counts_text(entry.counts())} in {entry.duration:.2f}s"
+        counts = counts_text(entry.counts(), slow_count((entry,)))
+        header = f"{printable(entry.title)}: {counts} in {entry.duration:.2f}s"
         if fails:
             header += " " + paint("(does not hold)", _RED)
         lines.append(header)
@@ -135,6 +137,8 @@ def _case_line(
     label = paint(_shout(outcome.label), _STYLE[outcome.severity])
     case = printable(result.case_id)
     if outcome.severity is Severity.PASSED:
+        if result.slow:  # passed only with more time: worth a line, with its reason
+            return f"  {label} {case} in {result.duration:.3f}s: {_line(outcome.message)}"
         shown = verbosity > (1 if grids else 0)
         return f"  {label} {case} in {result.duration:.3f}s" if shown else None
     if grids and outcome.severity is Severity.GAP and verbosity < 1:

@@ -989,7 +989,9 @@ def _held(api: MappingAPI, key: object) -> object:
         return None
 
 
-@suite.case("shared_handle_is_thread_safe")
+# Four threads of 500 writes and reads each, then 2,000 reads in the case itself:
+# a second on a local file store when idle, several on a loaded machine.
+@suite.case("shared_handle_is_thread_safe", timeout=30.0)
 async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
     with _SEE:
         samples = _samples(api)
