@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -220,9 +221,12 @@ class TestDeclaredDeadlines:
         calls = Calls()
         result = await run_c(overruns_once_blocking(calls), how=how, timeout=0.2)
         assert (result.status, calls.count) == (FAILED, 1)
-        assert (result.reason or "").endswith(
-            "(ran 0.3s; sync code blocked the event loop): the run's timeout= (--timeout); "
-            "pass a larger one to allow more time"
+        # How long it ran, and whether the watchdog had to interrupt it, depend on the
+        # machine's load: the reason's end, naming the deadline, does not.
+        assert re.search(
+            r"\(ran [0-9.]+s; sync code blocked the event loop(; interrupted in [^)]*)?\): "
+            r"the run's timeout= \(--timeout\); pass a larger one to allow more time$",
+            result.reason or "",
         ), result.reason
 
     @HOW
