@@ -121,8 +121,13 @@ def as_a_user_starts_it() -> None:
 
 
 def start(
-    args: Sequence[str | bytes], cwd: Path, env: Mapping[str, str] | None = None
+    args: Sequence[str | bytes],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    process_group: int | None = None,
 ) -> subprocess.Popen[str]:
+    """Start ``python -m conformkit ARGS`` in ``cwd``, in ``process_group`` if given."""
     return subprocess.Popen(
         [sys.executable, "-m", "conformkit", *args],
         cwd=cwd,
@@ -132,6 +137,7 @@ def start(
         text=True,
         encoding="utf-8",
         preexec_fn=None if sys.platform == "win32" else as_a_user_starts_it,
+        process_group=process_group,
     )
 
 
