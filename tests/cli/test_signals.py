@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -22,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_exits import BACKENDS, judged, one_error_line, report, start, temporary_files
+from test_exits import (
+    BACKENDS,
+    judged,
+    one_error_line,
+    report,
+    start,
+    temporary_files,
+    wait_to_hear,
+)
 
 from conformkit import cli
 
@@ -133,19 +140,10 @@ class Run:
     def __init__(self, folder: Path, args: Sequence[str], stop: str) -> None:
         self.process = start(["run", "hostile.py", *args], folder, {"STOP": stop}, process_group=0)
         self.deadline = time.monotonic() + HARD_TIMEOUT
-        self.said: list[str] = []
 
     def wait_for(self, line: str) -> None:
         """Wait until the code under test says ``line`` on stderr."""
-        stderr = self.process.stderr
-        assert stderr is not None
-        ready, _, _ = select.select([stderr], [], [], max(self.deadline - time.monotonic(), 0))
-        if not ready:
-            self.kill()
-            pytest.fail(f"the run never said {line!r}")
-        said = stderr.readline()
-        assert said == line + "\n", said
-        self.said.append(said)
+        wait_to_hear(self.process, line, max(self.deadline - time.monotonic(), 0))
 
     def signal(self, number: int) -> None:
         self.process.send_signal(number)
