@@ -65,13 +65,13 @@ MISREAD: dict[str, Callable[[], BaseException]] = {
 """What a case can raise that some test runner would read as other than a failure."""
 
 
-def rig(
+def rigged(
     *,
     case: BaseException | None = None,
     create: BaseException | None = None,
     cleanup: BaseException | None = None,
-) -> list[ck.ContractCase[Store]]:
-    """The cases of an implementation whose ``hostile`` case raises what it is given."""
+) -> tuple[ck.FeatureImplementation[Store], ck.ContractSuite[Store, Any]]:
+    """An implementation and a suite whose ``hostile`` case raises what it is given."""
 
     async def hostile(api: Store) -> None:
         await anyio.lowlevel.checkpoint()
@@ -96,8 +96,17 @@ def rig(
                 raise create
             return Store()
 
-    suite = ck.ContractSuite(feature, {"hostile": hostile, "gap": gap})
-    return ck.contract_cases(Impl(), suite)
+    return Impl(), ck.ContractSuite(feature, {"hostile": hostile, "gap": gap})
+
+
+def rig(
+    *,
+    case: BaseException | None = None,
+    create: BaseException | None = None,
+    cleanup: BaseException | None = None,
+) -> list[ck.ContractCase[Store]]:
+    """The cases of :func:`rigged`'s implementation."""
+    return ck.contract_cases(*rigged(case=case, create=create, cleanup=cleanup))
 
 
 async def raised_by(case: ck.ContractCase[Store]) -> BaseException:
@@ -112,7 +121,7 @@ def assert_a_plain_failure(raised: BaseException, original: BaseException) -> ck
     """``raised`` is a ContractFailure that no runner reads as a skip, chained from ``original``."""
     assert type(raised) is ck.ContractFailure, repr(raised)
     assert raised.__cause__ is original
-    assert str(raised).startswith("rig.<locals>.Impl: case 'hostile' failed")
+    assert str(raised).startswith("rigged.<locals>.Impl: case 'hostile' failed")
     assert "\n" not in str(raised)
     assert [result.status for result in raised.report.results] == [ck.CaseStatus.FAILED]
     return raised
@@ -187,13 +196,13 @@ class TestPlainFailures:
         [case, _] = rig(case=ck.CaseUnsupported("the store keeps no such field"))
         raised = await raised_by(case)
         assert type(raised) is ck.CaseUnsupported
-        assert str(raised) == "rig.<locals>.Impl: the store keeps no such field"
+        assert str(raised) == "rigged.<locals>.Impl: the store keeps no such field"
 
     async def test_a_declared_gap_is_a_skip(self) -> None:
         [_, case] = rig()
         raised = await raised_by(case)
         assert type(raised) is ck.CaseUnsupported
-        assert str(raised) == "rig.<locals>.Impl: no gaps filled here"
+        assert str(raised) == "rigged.<locals>.Impl: no gaps filled here"
 
 
 class TestInUnittest:
@@ -202,22 +211,7 @@ class TestInUnittest:
     @pytest.mark.parametrize("backend", ["asyncio", "trio"])
     @pytest.mark.parametrize("name", MISREAD)
     def test_reported_as_a_failure(self, backend: Backend, name: str) -> None:
-        original = MISREAD[name]()
-
-        async def hostile(api: Store) -> None:
-            raise original
-
-        class Impl(ck.FeatureImplementation[Store]):
-            feature = feature
-            coverage = feature.coverage(unsupported={"gap": "no gaps filled here"})
-
-            def create(self, scope: ck.FeatureScope) -> Store:
-                return Store()
-
-        suite: ck.ContractSuite[Store, Any] = ck.ContractSuite(
-            feature, {"hostile": hostile, "gap": hostile}
-        )
-        test_case = ck.contract_test_case(Impl(), suite, backend=backend)
+        test_case = ck.contract_test_case(*rigged(case=MISREAD[name]()), backend=backend)
         tests = unittest.defaultTestLoader.loadTestsFromTestCase(test_case)
         result = unittest.TextTestRunner(stream=io.StringIO()).run(tests)
         failed = [test.id().rpartition(".")[2] for test, _ in result.failures]
@@ -231,21 +225,8 @@ class TestUnreadableMessages:
 
     async def test_to_dict(self) -> None:
         """The report is written, its message saying so, instead of the writer crashing."""
-
-        async def hostile(api: Store) -> None:
-            raise ck.CaseUnsupported(Unreadable())  # type: ignore[arg-type]
-
-        class Impl(ck.FeatureImplementation[Store]):
-            feature = feature
-            coverage = feature.coverage(unsupported={"gap": "no gaps filled here"})
-
-            def create(self, scope: ck.FeatureScope) -> Store:
-                return Store()
-
-        suite: ck.ContractSuite[Store, Any] = ck.ContractSuite(
-            feature, {"hostile": hostile, "gap": hostile}
-        )
-        report = await ck.run_contract(Impl(), suite)
+        unreadable = ck.CaseUnsupported(Unreadable())  # type: ignore[arg-type]
+        report = await ck.run_contract(*rigged(case=unreadable))
         error = report.to_dict()["results"][0]["error"]
         assert error["type"] == "conformkit.CaseUnsupported"
         assert error["message"] == "<exception str() failed>"

@@ -33,8 +33,8 @@ import anyio.lowlevel
 import pytest
 
 import conformkit as ck
-from conformkit._watchdog import StageStuck, Watch, set_stuck_hook
-from test_runner import stale_cancellation
+from conformkit._watchdog import Watch, set_stuck_hook
+from test_runner import deaf_until, stale_cancellation
 
 TINY = 0.2
 """The stage deadline of most scenarios: a stuck stage is interrupted 0.2 s after it."""
@@ -228,16 +228,6 @@ def spin() -> None:
     """Sync code that never returns, in Python bytecode."""
     while True:
         pass
-
-
-async def deaf_until(release: anyio.Event) -> None:
-    """Wait for ``release`` shielded, and deaf to the watchdog that wakes such a wait on asyncio."""
-    while not release.is_set():
-        try:
-            with anyio.CancelScope(shield=True):
-                await release.wait()
-        except StageStuck:
-            pass  # woken on asyncio: the defect under test, deaf all the same
 
 
 async def swallow_cancellation() -> None:

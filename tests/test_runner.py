@@ -166,6 +166,19 @@ async def hang(api: Probe) -> None:
     await anyio.sleep_forever()
 
 
+async def deaf_until(release: anyio.Event) -> None:
+    """
+    Wait for ``release`` where no cancellation reaches: shielded, and deaf to the
+    watchdog that wakes such a wait on asyncio, as work that must outlive its join.
+    """
+    while not release.is_set():
+        try:
+            with anyio.CancelScope(shield=True):
+                await release.wait()
+        except StageStuck:
+            pass  # woken on asyncio: the defect under test, deaf all the same
+
+
 def event_loop() -> str:
     """The event loop running the caller: ``asyncio`` or ``trio``."""
     import asyncio
@@ -852,12 +865,7 @@ class TestCleanupFailure:
 
             async def stubborn() -> None:
                 started.set()
-                while not release.is_set():
-                    try:
-                        with anyio.CancelScope(shield=True):
-                            await release.wait()  # deaf to the join's cancellation
-                    except StageStuck:
-                        pass  # and to the watchdog waking it, on asyncio
+                await deaf_until(release)
                 raise late
 
             scope.start_soon(stubborn)

@@ -20,8 +20,8 @@ import anyio
 import pytest
 
 import conformkit as ck
-from conformkit._watchdog import StageStuck, set_stuck_hook
-from test_runner import SHORT, Case, Gate, Probe, Rig, passing, plain, rig, statuses
+from conformkit._watchdog import set_stuck_hook
+from test_runner import SHORT, Case, Gate, Probe, Rig, deaf_until, passing, plain, rig, statuses
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
 FAILED = ck.CaseStatus.FAILED
@@ -422,12 +422,7 @@ class TestBackgroundWorkOutlivingItsJoin:
         async def on_create(number: int, scope: ck.FeatureScope) -> None:
             async def stubborn() -> None:
                 started.set()
-                while not release.is_set():
-                    try:
-                        with anyio.CancelScope(shield=True):
-                            await release.wait()  # deaf to the join's cancellation
-                    except StageStuck:
-                        pass  # and to the watchdog waking it, on asyncio
+                await deaf_until(release)
                 order.append("work ended")
 
             scope.start_soon(stubborn)

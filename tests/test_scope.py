@@ -13,7 +13,7 @@ import anyio.lowlevel
 import pytest
 
 import conformkit as ck
-from conformkit._watchdog import StageStuck
+from test_runner import deaf_until
 
 TIMEOUT = 0.3
 """The cleanup deadline of every session here: small, so that a hang times out fast."""
@@ -167,19 +167,6 @@ class TimedOut:
 
 Expected = str | TimedOut
 """A surfaced exception: the one ``log.errors[name]`` holds, or a cleanup's timeout."""
-
-
-async def deaf_until(release: anyio.Event) -> None:
-    """
-    Wait for ``release`` where no cancellation reaches: shielded, and deaf to the
-    watchdog that wakes such a wait on asyncio, as work that must outlive its join.
-    """
-    while not release.is_set():
-        try:
-            with anyio.CancelScope(shield=True):
-                await release.wait()
-        except StageStuck:
-            pass  # woken on asyncio: the defect under test, deaf all the same
 
 
 def assert_timeout(exc: BaseException, what: str) -> None:

@@ -478,6 +478,36 @@ def failed_cases(report: ck.ContractReport) -> dict[str, str | None]:
     return {r.case_id: r.reason for r in report.results if r.status is ck.CaseStatus.FAILED}
 
 
+def second_creates_do(act: Callable[[ck.FeatureScope], None]) -> ck.FeatureImplementation[TextAPI]:
+    """An implementation whose every second create(), the isolation check's, calls ``act`` first."""
+
+    class SecondCreates(ck.FeatureImplementation[TextAPI]):
+        feature = text
+        coverage = text.coverage()
+        calls = 0
+
+        def create(self, scope: ck.FeatureScope) -> TextAPI:
+            SecondCreates.calls += 1
+            if SecondCreates.calls % 2 == 0:
+                act(scope)
+            return MemoryText()
+
+    return SecondCreates()
+
+
+def defer_failing_cleanup(scope: ck.FeatureScope) -> None:
+    def fails() -> None:
+        raise OSError("cannot remove the file")
+
+    scope.defer(fails)
+
+
+NOTED_BY_THE_CHECK = [
+    "raised by create() for a second API created alongside case 'reads' to check isolation"
+]
+"""The note on an error of the second create() that check_isolation makes for case 'reads'."""
+
+
 class TestSharedAPI:
     """An object that is still the API of a live scope fails the create stage."""
 
@@ -568,9 +598,7 @@ class TestSharedAPI:
             "case 'reads' failed in create(): RuntimeError: locked by another session"
         )
         assert result.error is not None
-        assert result.error.__notes__ == [
-            "raised by create() for a second API created alongside case 'reads' to check isolation"
-        ]
+        assert result.error.__notes__ == NOTED_BY_THE_CHECK
 
     @pytest.mark.parametrize("kind", [SystemExit, GeneratorExit])
     async def test_check_isolation_notes_the_second_creates_base_exception(
@@ -578,18 +606,10 @@ class TestSharedAPI:
     ) -> None:
         """A BaseException other than Ctrl-C from the second create keeps the note saying so."""
 
-        class ExitsSecond(ck.FeatureImplementation[TextAPI]):
-            feature = text
-            coverage = text.coverage()
-            calls = 0
+        def exits(scope: ck.FeatureScope) -> None:
+            raise kind("exit from create")
 
-            def create(self, scope: ck.FeatureScope) -> TextAPI:
-                ExitsSecond.calls += 1
-                if ExitsSecond.calls % 2 == 0:  # each second create(): the check's
-                    raise kind("exit from create")
-                return MemoryText()
-
-        report = await ck.run_contract(ExitsSecond(), suite, check_isolation=True)
+        report = await ck.run_contract(second_creates_do(exits), suite, check_isolation=True)
         assert set(failed_cases(report)) == set(CASES)
         result = report["reads"]
         assert result.reason is not None
@@ -597,9 +617,7 @@ class TestSharedAPI:
             f"case 'reads' failed in create(): {kind.__name__}: exit from create"
         ), result.reason
         assert isinstance(result.error, kind)
-        assert result.error.__notes__ == [
-            "raised by create() for a second API created alongside case 'reads' to check isolation"
-        ]
+        assert result.error.__notes__ == NOTED_BY_THE_CHECK
 
     async def test_check_isolation_lets_the_second_creates_ctrl_c_stop_the_run(self) -> None:
         """KeyboardInterrupt from the second create stops the run, bare, once cleanups ran."""
@@ -647,23 +665,11 @@ class TestSharedAPI:
     ) -> None:
         """A second create that fails, and whose rollback fails too, fails the case with both."""
 
-        class FailsTwice(ck.FeatureImplementation[TextAPI]):
-            feature = text
-            coverage = text.coverage()
-            calls = 0
+        def fails_twice(scope: ck.FeatureScope) -> None:
+            defer_failing_cleanup(scope)
+            raise RuntimeError("locked by another session")
 
-            def create(self, scope: ck.FeatureScope) -> TextAPI:
-                FailsTwice.calls += 1
-                if FailsTwice.calls % 2 == 0:  # each second create(): the check's
-
-                    def fails() -> None:
-                        raise OSError("cannot remove the file")
-
-                    scope.defer(fails)
-                    raise RuntimeError("locked by another session")
-                return MemoryText()
-
-        report = await ck.run_contract(FailsTwice(), suite, check_isolation=True)
+        report = await ck.run_contract(second_creates_do(fails_twice), suite, check_isolation=True)
         assert set(failed_cases(report)) == set(CASES)
         error = report["reads"].error
         assert isinstance(error, ExceptionGroup)
@@ -686,23 +692,8 @@ class TestSharedAPI:
 
     async def test_check_isolation_reports_the_second_apis_cleanup_failure(self) -> None:
         """A cleanup of the second API that fails fails the case at create, saying whose."""
-
-        class FailingCleanup(ck.FeatureImplementation[TextAPI]):
-            feature = text
-            coverage = text.coverage()
-            calls = 0
-
-            def create(self, scope: ck.FeatureScope) -> TextAPI:
-                FailingCleanup.calls += 1
-                if FailingCleanup.calls % 2 == 0:  # each second create(): the check's
-
-                    def fails() -> None:
-                        raise OSError("cannot remove the file")
-
-                    scope.defer(fails)
-                return MemoryText()
-
-        report = await ck.run_contract(FailingCleanup(), suite, check_isolation=True)
+        failing_cleanup = second_creates_do(defer_failing_cleanup)
+        report = await ck.run_contract(failing_cleanup, suite, check_isolation=True)
         assert set(failed_cases(report)) == set(CASES)
         result = report["reads"]
         assert result.reason is not None

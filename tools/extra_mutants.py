@@ -34,13 +34,12 @@ from __future__ import annotations
 import ast
 import contextlib
 import difflib
-import fnmatch
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,29 +219,33 @@ def _apply(lines: list[str], span: tuple[int, int, int, int], replacement: str) 
     return "".join([*lines[: start_line - 1], joined.decode(), *lines[end_line:]])
 
 
-def selected(name: str, only: Sequence[str]) -> bool:
-    """Whether a ``--mutants`` pattern leaves the mutant in (any, when none is given)."""
-    return not only or any(fnmatch.fnmatchcase(name, pattern) for pattern in only)
-
-
-def run_tests(root: Path, tests: Sequence[str], limit: float | None) -> tuple[str, float]:
+def run_pytest(
+    cwd: Path,
+    src: Path,
+    args: Sequence[str],
+    limit: float | None,
+    environment: Mapping[str, str] | None = None,
+) -> tuple[int | None, str, float]:
     """
-    Run ``tests`` in the tree at ``root``, its ``src`` first on the path: ``"survived"``
-    when they pass, ``"killed"`` when any fails (or cannot even be collected),
-    ``"timeout"`` past ``limit`` seconds; and the seconds it took.
+    Run ``pytest -x ARGS`` in ``cwd``, with ``src`` first on the path of every
+    interpreter and ``environment`` added to this one's, in a session of its own,
+    which is killed whole once pytest ends or outlasts ``limit`` seconds: a test's
+    subprocess that never ends (a watchdog that no longer interrupts) is not left
+    spinning. Returns pytest's status (``None``: it outlasted the limit), its
+    output, and the seconds it took. tools/mutation.py runs its wide check with it.
     """
     path = os.environ.get("PYTHONPATH")
-    environment = {
+    child = {
         **os.environ,
         "CONFORMKIT_MUTATION": "1",  # see tests/conftest.py
-        "PYTHONPATH": str(root / "src") + (os.pathsep + path if path else ""),
+        **(environment or {}),
+        "PYTHONPATH": str(src) + (os.pathsep + path if path else ""),
     }
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p"]
-    command += ["no:cacheprovider", "-n", "0", *tests]
+    command += ["no:cacheprovider", *args]
     started = time.monotonic()
-    # A session of its own: a mutant's subprocess that never ends is killed with pytest.
     with subprocess.Popen(
-        command, cwd=root, env=environment, stdout=subprocess.PIPE,
+        command, cwd=cwd, env=child, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
     ) as process:  # fmt: skip
         output, timed_out = b"", False
@@ -253,14 +256,24 @@ def run_tests(root: Path, tests: Sequence[str], limit: float | None) -> tuple[st
         finally:
             with contextlib.suppress(ProcessLookupError):  # the session is gone already
                 os.killpg(process.pid, signal.SIGKILL)
-    elapsed = time.monotonic() - started
-    if timed_out:
+    status = None if timed_out else process.returncode
+    return status, output.decode(errors="replace"), time.monotonic() - started
+
+
+def run_tests(root: Path, tests: Sequence[str], limit: float | None) -> tuple[str, float]:
+    """
+    Run ``tests`` in the tree at ``root``, its ``src`` first on the path: ``"survived"``
+    when they pass, ``"killed"`` when any fails (or cannot even be collected),
+    ``"timeout"`` past ``limit`` seconds; and the seconds it took.
+    """
+    status, output, elapsed = run_pytest(root, root / "src", ["-n", "0", *tests], limit)
+    if status is None:
         return "timeout", elapsed
-    if process.returncode == 0:
+    if status == 0:
         return "survived", elapsed
-    if process.returncode in (1, 2, 3):  # failed, interrupted (an import error), internal
+    if status in (1, 2, 3):  # failed, interrupted (an import error), internal
         return "killed", elapsed
-    tail = output.decode(errors="replace").strip().splitlines()[-1:]
+    tail = output.strip().splitlines()[-1:]
     raise RuntimeError(f"pytest could not run {' '.join(tests)} in {root}: {tail}")
 
 

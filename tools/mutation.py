@@ -72,17 +72,14 @@ as equivalent, as mutmut's are.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -411,44 +408,22 @@ def run_wide(
     tests/conftest.py's hang limit name them. ``found=False``: the tests may not
     be found (an ID read off a summary), and then the status is ``"not run"``.
     """
+    import extra_mutants as extra  # beside this file, on the path of a script run
+
     mutated = copy / "mutants"
-    path = os.environ.get("PYTHONPATH")
-    environment = {
-        **os.environ,
-        "CONFORMKIT_MUTATION": "1",  # see tests/conftest.py
-        "MUTANT_UNDER_TEST": mutant,
-        "PYTHONPATH": str(mutated / "src") + (os.pathsep + path if path else ""),
-    }
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p"]
-    command += ["no:cacheprovider", *files]
-    started = time.monotonic()
-    # A session of its own: a mutant's subprocess that never ends (a watchdog that
-    # no longer interrupts) is killed with pytest, not left spinning.
-    process = subprocess.Popen(
-        command, cwd=mutated, env=environment, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    output, timed_out = b"", False
-    try:
-        output, _ = process.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # the session is gone already
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    elapsed = time.monotonic() - started
-    text = output.decode(errors="replace")
+    status, text, elapsed = extra.run_pytest(
+        mutated, mutated / "src", files, limit, {"MUTANT_UNDER_TEST": mutant}
+    )
     failed = [match[1] or match[2] for match in FAILED_TEST.finditer(text)]
-    if timed_out:
+    if status is None:
         return "timeout", elapsed, failed
-    if process.returncode == 0:
+    if status == 0:
         return "survived", elapsed, []
-    if process.returncode in (1, 3):  # tests failed; or pytest failed showing a failure
+    if status in (1, 3):  # tests failed; or pytest failed showing a failure
         return "killed", elapsed, failed
-    if process.returncode == 2 and mutant and b"KeyboardInterrupt" in output:
+    if status == 2 and mutant and "KeyboardInterrupt" in text:
         return "killed", elapsed, []  # a mutant of the SIGINT handler that lets Ctrl-C through
-    if process.returncode in (4, 5) and not found:  # usage error, or no tests collected
+    if status in (4, 5) and not found:  # usage error, or no tests collected
         return "not run", elapsed, []
     tail = text.strip().splitlines()[-1:]
     sys.exit(f"the wide check of {mutant or 'the unmutated code'} could not run: {tail}")

@@ -121,8 +121,13 @@ def as_a_user_starts_it() -> None:
 
 
 def start(
-    args: Sequence[str | bytes], cwd: Path, env: Mapping[str, str] | None = None
+    args: Sequence[str | bytes],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    process_group: int | None = None,
 ) -> subprocess.Popen[str]:
+    """Start ``python -m conformkit ARGS`` in ``cwd``, in ``process_group`` if given."""
     return subprocess.Popen(
         [sys.executable, "-m", "conformkit", *args],
         cwd=cwd,
@@ -132,6 +137,7 @@ def start(
         text=True,
         encoding="utf-8",
         preexec_fn=None if sys.platform == "win32" else as_a_user_starts_it,
+        process_group=process_group,
     )
 
 
@@ -143,6 +149,17 @@ def finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
         process.communicate()
         raise
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def wait_to_hear(process: subprocess.Popen[str], line: str, timeout: float = TIMEOUT) -> None:
+    """Wait until ``process`` says ``line`` on stderr; kill it, failing, if it is silent."""
+    assert process.stderr is not None
+    ready, _, _ = select.select([process.stderr], [], [], timeout)
+    if not ready:
+        process.kill()
+        pytest.fail(f"the run never said {line!r}")
+    said = process.stderr.readline()
+    assert said == line + "\n", said
 
 
 def conformkit(
@@ -357,16 +374,6 @@ class TestMalformedReports:
 class TestSignals:
     """SIGTERM is the first Ctrl-C: cleanups run, files stay whole, nothing is left behind."""
 
-    @staticmethod
-    def inside(process: subprocess.Popen[str]) -> None:
-        """Wait until the run is inside the case that hangs: it says so on stderr."""
-        assert process.stderr is not None
-        ready, _, _ = select.select([process.stderr], [], [], TIMEOUT)
-        if not ready:
-            process.kill()
-            pytest.fail("the run never reached the case")
-        assert process.stderr.readline() == "inside the case\n"
-
     @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
     @pytest.mark.parametrize("backend", BACKENDS)
     def test_sigterm_in_a_hung_case(self, folder: Path, backend: str) -> None:
@@ -382,7 +389,7 @@ class TestSignals:
             folder,
             {"STOP": "hang"},
         )
-        self.inside(process)
+        wait_to_hear(process, "inside the case")
         process.send_signal(signal.SIGTERM)
         run = finish(process)
         assert run.returncode == 143, run.stdout + run.stderr
@@ -403,7 +410,7 @@ class TestSignals:
             folder,
             {"STOP": "hang"},
         )
-        self.inside(process)
+        wait_to_hear(process, "inside the case")
         process.send_signal(signal.SIGINT)
         run = finish(process)
         assert run.returncode == 130, run.stdout + run.stderr

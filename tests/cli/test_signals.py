@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -22,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_exits import BACKENDS, as_a_user_starts_it, environment, report, temporary_files
+from test_exits import (
+    BACKENDS,
+    judged,
+    one_error_line,
+    report,
+    start,
+    temporary_files,
+    wait_to_hear,
+)
 
 from conformkit import cli
 
@@ -131,34 +138,31 @@ class Run:
     """A ``conformkit run`` in its own process group, killed whole if it outlives the test."""
 
     def __init__(self, folder: Path, args: Sequence[str], stop: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "conformkit", "run", "hostile.py", *args],
-            cwd=folder,
-            env=environment({"STOP": stop}),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            preexec_fn=as_a_user_starts_it,
-            process_group=0,
-        )
+        self.process = start(["run", "hostile.py", *args], folder, {"STOP": stop}, process_group=0)
         self.deadline = time.monotonic() + HARD_TIMEOUT
-        self.said: list[str] = []
 
     def wait_for(self, line: str) -> None:
         """Wait until the code under test says ``line`` on stderr."""
-        stderr = self.process.stderr
-        assert stderr is not None
-        ready, _, _ = select.select([stderr], [], [], max(self.deadline - time.monotonic(), 0))
-        if not ready:
-            self.kill()
-            pytest.fail(f"the run never said {line!r}")
-        said = stderr.readline()
-        assert said == line + "\n", said
-        self.said.append(said)
+        wait_to_hear(self.process, line, max(self.deadline - time.monotonic(), 0))
 
     def signal(self, number: int) -> None:
         self.process.send_signal(number)
+
+    def signalled(
+        self, first: int, *later: int, cleanup: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """
+        Send ``first`` once the run is inside the case; with ``cleanup`` or ``later``,
+        wait until it is inside the endless cleanup and send each of ``later``; and
+        wait for the run to end.
+        """
+        self.wait_for("inside the case")
+        self.signal(first)
+        if cleanup or later:
+            self.wait_for("inside the cleanup")
+        for number in later:
+            self.signal(number)
+        return self.finish()
 
     def finish(self) -> subprocess.CompletedProcess[str]:
         try:
@@ -188,7 +192,7 @@ def runs() -> Iterator[list[Run]]:
         run.kill()
 
 
-def start(runs: list[Run], folder: Path, backend: str, stop: str, *extra: str) -> Run:
+def hostile_run(runs: list[Run], folder: Path, backend: str, stop: str, *extra: str) -> Run:
     run = Run(
         folder,
         ["--backend", backend, "-o", "report.json", "--format", "junit", "-o", "junit.xml", *extra],
@@ -198,14 +202,10 @@ def start(runs: list[Run], folder: Path, backend: str, stop: str, *extra: str) -
     return run
 
 
-def only_line(stderr: str, *expected: str) -> str:
-    """Stderr is exactly one line, the command's, holding every expected text."""
-    lines = stderr.splitlines()
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("conformkit: error: "), stderr
-    for text in expected:
-        assert text in lines[0], lines[0]
-    return lines[0]
+def ended(done: subprocess.CompletedProcess[str], status: int, *expected: str) -> None:
+    """The run ended with ``status``, its stderr the command's one line holding every text."""
+    assert done.returncode == status, done.stdout + done.stderr
+    one_error_line(done, *expected)
 
 
 def untouched(folder: Path) -> None:
@@ -223,28 +223,20 @@ class TestSigterm:
         self, folder: Path, backend: str, runs: list[Run]
     ) -> None:
         """A case deaf to its interrupt is stuck: the run still ends 143, writing no output."""
-        run = start(runs, folder, backend, "deaf", "--timeout", "0.2")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGTERM)
-        done = run.finish()
-        assert done.returncode == 143, done.stdout + done.stderr
-        only_line(done.stderr, "terminated (SIGTERM) after 1 of 3 cases")
+        run = hostile_run(runs, folder, backend, "deaf", "--timeout", "0.2")
+        ended(run.signalled(signal.SIGTERM), 143, "terminated (SIGTERM) after 1 of 3 cases")
         untouched(folder)
 
     def test_the_stop_timeout_ends_cleanups_that_never_end(
         self, folder: Path, backend: str, runs: list[Run]
     ) -> None:
         """A cleanup deaf to every interrupt, no deadline: the stop timeout ends the run."""
-        run = start(
+        run = hostile_run(
             runs, folder, backend, "deaf-cleanup", "--timeout", "none", "--stop-timeout", "0.2"
         )
-        run.wait_for("inside the case")
-        run.signal(signal.SIGTERM)
-        run.wait_for("inside the cleanup")
-        done = run.finish()
-        assert done.returncode == 143, done.stdout + done.stderr
-        only_line(
-            done.stderr,
+        ended(
+            run.signalled(signal.SIGTERM, cleanup=True),
+            143,
             "terminated (SIGTERM) after 1 of 3 cases",
             "the cleanups did not end within the 0.2s stop timeout",
         )
@@ -258,15 +250,10 @@ class TestSigterm:
         A second SIGTERM while a cleanup never ends (deaf to interrupts, or waiting
         in a shielded scope): 143 at once, one line, nothing written.
         """
-        run = start(runs, folder, backend, cleanup, "--timeout", "none")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGTERM)
-        run.wait_for("inside the cleanup")
-        run.signal(signal.SIGTERM)
-        done = run.finish()
-        assert done.returncode == 143, done.stdout + done.stderr
-        only_line(
-            done.stderr,
+        run = hostile_run(runs, folder, backend, cleanup, "--timeout", "none")
+        ended(
+            run.signalled(signal.SIGTERM, signal.SIGTERM),
+            143,
             "terminated (SIGTERM) after 1 of 3 cases",
             "a second SIGTERM stopped the cleanups",
         )
@@ -276,32 +263,26 @@ class TestSigterm:
         self, folder: Path, backend: str, runs: list[Run]
     ) -> None:
         """Nothing interrupts the wait, nor the thread: the stop timeout ends the process."""
-        run = start(runs, folder, backend, "thread", "--timeout", "none", "--stop-timeout", "0.2")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGTERM)
-        done = run.finish()
-        assert done.returncode == 143, done.stdout + done.stderr
-        only_line(done.stderr, "terminated (SIGTERM) after 1 of 3 cases")
+        run = hostile_run(
+            runs, folder, backend, "thread", "--timeout", "none", "--stop-timeout", "0.2"
+        )
+        ended(run.signalled(signal.SIGTERM), 143, "terminated (SIGTERM) after 1 of 3 cases")
         untouched(folder)
 
     def test_the_line_goes_to_the_stderr_the_command_started_with(
         self, folder: Path, backend: str, runs: list[Run]
     ) -> None:
         """A case that replaced sys.stderr does not swallow the command's last line."""
-        run = start(runs, folder, backend, "streams-hang", "--timeout", "none")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGTERM)
-        done = run.finish()
-        assert done.returncode == 143, done.stdout + done.stderr
-        only_line(done.stderr, "terminated (SIGTERM) after 1 of 3 cases")
+        run = hostile_run(runs, folder, backend, "streams-hang", "--timeout", "none")
+        ended(run.signalled(signal.SIGTERM), 143, "terminated (SIGTERM) after 1 of 3 cases")
         untouched(folder)
 
 
-def holds_the_cases_judged(folder: Path, *judged: str) -> dict[str, object]:
+def holds_the_cases_judged(folder: Path, *cases: str) -> dict[str, Any]:
     """The report was written, holds exactly the cases judged, and fails; no temporary file."""
     data = report(folder / "report.json")
     assert data["verdict"] == "fails"
-    assert [r["case_id"] for e in data["reports"] for r in e["results"]] == list(judged)
+    assert judged(data) == list(cases)
     assert (folder / "junit.xml").exists()
     assert temporary_files(folder) == []
     return data
@@ -313,33 +294,31 @@ class TestCtrlC:
 
     def test_a_stage_stuck_after_ctrl_c(self, folder: Path, backend: str, runs: list[Run]) -> None:
         """A case deaf to its interrupt is stuck: the run ends 130, the stuck case judged."""
-        run = start(runs, folder, backend, "deaf", "--timeout", "0.2")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGINT)
-        done = run.finish()
-        assert done.returncode == 130, done.stdout + done.stderr
-        only_line(done.stderr, "interrupted after", "the outputs hold the cases judged")
+        run = hostile_run(runs, folder, backend, "deaf", "--timeout", "0.2")
+        ended(
+            run.signalled(signal.SIGINT),
+            130,
+            "interrupted after",
+            "the outputs hold the cases judged",
+        )
         holds_the_cases_judged(folder, "first", "second")
 
     def test_the_stop_timeout_ends_cleanups_that_never_end(
         self, folder: Path, backend: str, runs: list[Run]
     ) -> None:
         """A cleanup deaf to every interrupt, no deadline: the stop timeout ends the run."""
-        run = start(
+        run = hostile_run(
             runs, folder, backend, "deaf-cleanup", "--timeout", "none", "--stop-timeout", "0.2"
         )
-        run.wait_for("inside the case")
-        run.signal(signal.SIGINT)
-        run.wait_for("inside the cleanup")
-        done = run.finish()
-        assert done.returncode == 130, done.stdout + done.stderr
-        only_line(
-            done.stderr,
+        done = run.signalled(signal.SIGINT, cleanup=True)
+        ended(
+            done,
+            130,
             "interrupted after 1 of 3 cases",
             "the cleanups did not end within the 0.2s stop timeout",
         )
         data = holds_the_cases_judged(folder, "first")
-        assert data["run"]["stopped"] == "interrupted (Ctrl-C)"  # type: ignore[index]
+        assert data["run"]["stopped"] == "interrupted (Ctrl-C)"
         assert "verdict: FAILED" in done.stdout
 
     @pytest.mark.parametrize("cleanup", ["deaf-cleanup", "shielded-cleanup"])
@@ -350,15 +329,10 @@ class TestCtrlC:
         A second Ctrl-C while a cleanup never ends (deaf to interrupts, or waiting
         in a shielded scope): 130 at once, one line, the outputs of what was judged.
         """
-        run = start(runs, folder, backend, cleanup, "--timeout", "none")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGINT)
-        run.wait_for("inside the cleanup")
-        run.signal(signal.SIGINT)
-        done = run.finish()
-        assert done.returncode == 130, done.stdout + done.stderr
-        only_line(
-            done.stderr,
+        run = hostile_run(runs, folder, backend, cleanup, "--timeout", "none")
+        ended(
+            run.signalled(signal.SIGINT, signal.SIGINT),
+            130,
             "interrupted after 1 of 3 cases",
             "a second Ctrl-C stopped the cleanups",
         )
@@ -368,15 +342,10 @@ class TestCtrlC:
         self, folder: Path, backend: str, runs: list[Run]
     ) -> None:
         """SIGTERM while the cleanups after Ctrl-C never end: 143 at once, nothing written."""
-        run = start(runs, folder, backend, "deaf-cleanup", "--timeout", "none")
-        run.wait_for("inside the case")
-        run.signal(signal.SIGINT)
-        run.wait_for("inside the cleanup")
-        run.signal(signal.SIGTERM)
-        done = run.finish()
-        assert done.returncode == 143, done.stdout + done.stderr
-        only_line(
-            done.stderr,
+        run = hostile_run(runs, folder, backend, "deaf-cleanup", "--timeout", "none")
+        ended(
+            run.signalled(signal.SIGINT, signal.SIGTERM),
+            143,
             "terminated (SIGTERM) after 1 of 3 cases",
             "SIGTERM after Ctrl-C stopped the cleanups",
         )
@@ -388,7 +357,7 @@ def test_a_case_that_replaces_the_streams_silences_nothing(
     folder: Path, backend: str, runs: list[Run]
 ) -> None:
     """The summary goes to the stdout the command started with, whatever a case put there."""
-    run = start(runs, folder, backend, "streams")
+    run = hostile_run(runs, folder, backend, "streams")
     done = run.finish()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verdict: every contract holds" in done.stdout, done.stdout
