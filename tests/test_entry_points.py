@@ -127,7 +127,10 @@ TARGETS = ("HOLDING", "FAILING")
 """The runs every entry point makes, with no option."""
 
 Outcome: TypeAlias = dict[str, Any]
-"""A run as an entry point saw it: ``holds``, and each report's ``holds`` and ``cases``."""
+"""
+A run as an entry point saw it: ``holds``, and each report's ``holds`` and ``cases``
+(and ``slow``, the cases that passed slow, where the entry point shows it).
+"""
 
 
 # -- the entry points run in-process (in the subprocess) ----------------------------------
@@ -179,6 +182,7 @@ def as_a_script(backend: str) -> dict[str, Outcome]:
             reports[report.implementation] = {
                 "holds": holds,
                 "cases": {result.case_id: result.status.value for result in report.results},
+                "slow": list(report.slow),
             }
         outcomes[name] = {
             "holds": all(report["holds"] for report in reports.values()),
@@ -413,6 +417,7 @@ def read_cli(process: subprocess.CompletedProcess[str], output: Path) -> Outcome
             report["implementation"]: {
                 "holds": report["holds"],
                 "cases": {result["case_id"]: result["status"] for result in report["results"]},
+                "slow": [result["case_id"] for result in report["results"] if result["slow"]],
             }
             for report in data["reports"]
         },
@@ -576,6 +581,22 @@ def test_each_run_has_its_gate_outcome(
         assert seen == expected
     # pytest's run holds both backends' items: the same reports hold on each.
     assert outcome["holds"] == all(expected.values())
+
+
+SHOWS_SLOW = ("run_contract_sync()", "conformkit run")
+"""The entry points that show a slow pass: ``CaseResult.slow``, the JSON report's ``slow``."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("entry", SHOWS_SLOW)
+def test_a_slow_pass_is_shown_slow(
+    runs: dict[Key, Outcome], corpus: types.ModuleType, entry: str, backend: str
+) -> None:
+    """A case that passed only when run again past the default guard is shown slow."""
+    outcome = seen_by(runs, entry, backend, "HOLDING")
+    slow = {name: report["slow"] for name, report in outcome["reports"].items() if report["slow"]}
+    # Any other case passes in a thousandth of the guard: none of them is slow.
+    assert slow == {name: list(cases) for name, cases in corpus.SLOW.items()}
 
 
 if __name__ == "__main__":
