@@ -9,7 +9,8 @@ with and without pytest-xdist (its JUnit XML) and ``contract_test_case`` under
 unittest (its TestResult), a test runner's outcome read through ``RUNNER_OUTCOME``;
 and for every run the same gate outcome (``assert_contract`` raising or not, the exit
 status, ``wasSuccessful()``), with the gate options that each entry point has
-(``ENTRY_POINTS``, which must match the table of docs/running.md). A status that
+(``ENTRY_POINTS``, which must match the table of docs/running.md); and a case that
+passed only with more time shown slow where the entry point shows it. A status that
 ``CaseStatus`` gains and the corpus does not produce, or an entry point that the
 docs list and this file does not run, fails it.
 
@@ -42,6 +43,7 @@ from typing import Any, TypeAlias
 import pytest
 
 import conformkit as ck
+from conformkit._implementation import run_deadline
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus" / "hostile.py"
@@ -499,6 +501,25 @@ def test_the_corpus_produces_every_status(corpus: types.ModuleType) -> None:
     assert statuses == {status.value for status in ck.CaseStatus}
     assert set(RUNNER_OUTCOME) == {status.value for status in ck.CaseStatus}
     assert sum(len(cases) for cases in corpus.EXPECTED.values()) >= 30
+
+
+def test_no_case_meant_to_pass_depends_on_a_short_deadline(corpus: types.ModuleType) -> None:
+    """
+    A case meant to pass runs under the default guard, which judges no speed, or has
+    a deadline of ROOMY at least: none can fail because the machine is loaded.
+    """
+    short = []
+    for name in corpus.TARGETS:
+        for implementation, suite in pairs(corpus.TARGETS[name]):
+            deadline, source = run_deadline(ck.DEFAULT_TIMEOUT, implementation)
+            if source == "guard" or deadline is None:
+                continue
+            implementation_name = type(implementation).__name__
+            for case_id, status in corpus.EXPECTED[implementation_name].items():
+                case_deadline = max(suite.own_timeout(case_id) or 0.0, deadline)
+                if status == PASSED and case_deadline < corpus.ROOMY:
+                    short.append((implementation_name, case_id, case_deadline))
+    assert short == []  # (implementation, case, its deadline)
 
 
 def expected_statuses(corpus: types.ModuleType, run: str) -> dict[str, dict[str, str]]:
