@@ -9,7 +9,8 @@ with and without pytest-xdist (its JUnit XML) and ``contract_test_case`` under
 unittest (its TestResult), a test runner's outcome read through ``RUNNER_OUTCOME``;
 and for every run the same gate outcome (``assert_contract`` raising or not, the exit
 status, ``wasSuccessful()``), with the gate options that each entry point has
-(``ENTRY_POINTS``, which must match the table of docs/running.md). A status that
+(``ENTRY_POINTS``, which must match the table of docs/running.md); and a case that
+passed only with more time shown slow where the entry point shows it. A status that
 ``CaseStatus`` gains and the corpus does not produce, or an entry point that the
 docs list and this file does not run, fails it.
 
@@ -42,6 +43,7 @@ from typing import Any, TypeAlias
 import pytest
 
 import conformkit as ck
+from conformkit._implementation import run_deadline
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus" / "hostile.py"
@@ -127,7 +129,10 @@ TARGETS = ("HOLDING", "FAILING")
 """The runs every entry point makes, with no option."""
 
 Outcome: TypeAlias = dict[str, Any]
-"""A run as an entry point saw it: ``holds``, and each report's ``holds`` and ``cases``."""
+"""
+A run as an entry point saw it: ``holds``, and each report's ``holds`` and ``cases``
+(and ``slow``, the cases that passed slow, where the entry point shows it).
+"""
 
 
 # -- the entry points run in-process (in the subprocess) ----------------------------------
@@ -179,6 +184,7 @@ def as_a_script(backend: str) -> dict[str, Outcome]:
             reports[report.implementation] = {
                 "holds": holds,
                 "cases": {result.case_id: result.status.value for result in report.results},
+                "slow": list(report.slow),
             }
         outcomes[name] = {
             "holds": all(report["holds"] for report in reports.values()),
@@ -413,6 +419,7 @@ def read_cli(process: subprocess.CompletedProcess[str], output: Path) -> Outcome
             report["implementation"]: {
                 "holds": report["holds"],
                 "cases": {result["case_id"]: result["status"] for result in report["results"]},
+                "slow": [result["case_id"] for result in report["results"] if result["slow"]],
             }
             for report in data["reports"]
         },
@@ -496,6 +503,25 @@ def test_the_corpus_produces_every_status(corpus: types.ModuleType) -> None:
     assert sum(len(cases) for cases in corpus.EXPECTED.values()) >= 30
 
 
+def test_no_case_meant_to_pass_depends_on_a_short_deadline(corpus: types.ModuleType) -> None:
+    """
+    A case meant to pass runs under the default guard, which judges no speed, or has
+    a deadline of ROOMY at least: none can fail because the machine is loaded.
+    """
+    short = []
+    for name in corpus.TARGETS:
+        for implementation, suite in pairs(corpus.TARGETS[name]):
+            deadline, source = run_deadline(ck.DEFAULT_TIMEOUT, implementation)
+            if source == "guard" or deadline is None:
+                continue
+            implementation_name = type(implementation).__name__
+            for case_id, status in corpus.EXPECTED[implementation_name].items():
+                case_deadline = max(suite.own_timeout(case_id) or 0.0, deadline)
+                if status == PASSED and case_deadline < corpus.ROOMY:
+                    short.append((implementation_name, case_id, case_deadline))
+    assert short == []  # (implementation, case, its deadline)
+
+
 def expected_statuses(corpus: types.ModuleType, run: str) -> dict[str, dict[str, str]]:
     """Each case's status in a run, as the corpus and FLAG_RUNS say."""
     if run in TARGETS:
@@ -576,6 +602,22 @@ def test_each_run_has_its_gate_outcome(
         assert seen == expected
     # pytest's run holds both backends' items: the same reports hold on each.
     assert outcome["holds"] == all(expected.values())
+
+
+SHOWS_SLOW = ("run_contract_sync()", "conformkit run")
+"""The entry points that show a slow pass: ``CaseResult.slow``, the JSON report's ``slow``."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("entry", SHOWS_SLOW)
+def test_a_slow_pass_is_shown_slow(
+    runs: dict[Key, Outcome], corpus: types.ModuleType, entry: str, backend: str
+) -> None:
+    """A case that passed only when run again past the default guard is shown slow."""
+    outcome = seen_by(runs, entry, backend, "HOLDING")
+    slow = {name: report["slow"] for name, report in outcome["reports"].items() if report["slow"]}
+    # Any other case passes in a thousandth of the guard: none of them is slow.
+    assert slow == {name: list(cases) for name, cases in corpus.SLOW.items()}
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import xmlschema
 from hypothesis import given, settings
@@ -50,13 +51,19 @@ case_ids = st.text(
 XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+def slowed(*fields: Any, slow: bool) -> CaseRecord:
+    """A case record, slow when asked and it passed: only a pass can be slow."""
+    record = CaseRecord(*fields)
+    return replace(record, slow=slow and record.status is ck.CaseStatus.PASSED)
+
+
 @st.composite
 def matrices(draw: st.DrawFn) -> Matrix:
     entries = []
     for index in range(draw(st.integers(min_value=0, max_value=3))):
         planned = tuple(draw(st.lists(case_ids, min_size=1, max_size=4, unique=True)))
         results = tuple(
-            CaseRecord(
+            slowed(
                 case,
                 draw(st.sampled_from(ck.CaseStatus)),
                 draw(st.none() | anything),
@@ -73,6 +80,7 @@ def matrices(draw: st.DrawFn) -> Matrix:
                         anything,
                     )
                 ),
+                slow=draw(st.booleans()),
             )
             for case in planned
             if draw(st.booleans())
@@ -298,3 +306,76 @@ class TestRenderers:
             "0 reports, 0 cases: no case in 1.50s",
             "verdict: every contract holds",
         ]
+
+
+SLOW_REASON = (
+    "slow: passed only when run again under a 30s deadline; the first run: feature 'f', "
+    "case 'a': stage 'case' exceeded the 5s deadline"
+)
+
+
+class TestSlowPasses:
+    """A case that passed only with more time is counted and shown, with its reason, in each."""
+
+    def matrix(self) -> Matrix:
+        slow = CaseRecord("a", ck.CaseStatus.PASSED, SLOW_REASON, 5.5, slow=True)
+        plain = CaseRecord("b", ck.CaseStatus.PASSED, None, 0.25)
+        return Matrix(RUN, (Entry("f", "I", "m", None, ("a", "b"), (slow, plain)),))
+
+    def test_junit_says_it_in_the_case_output(self) -> None:
+        """JUnit: the slow case's reason as its <system-out>; a plain pass has none."""
+        text = render_junit(self.matrix())
+        SCHEMA.validate(text)
+        assert (
+            '<testcase name="a" classname="f.I" time="5.500000"><system-out>slow: passed only '
+            "when run again under a 30s deadline; the first run: feature 'f', case 'a': stage "
+            "'case' exceeded the 5s deadline</system-out></testcase>"
+        ) in text
+        assert '<testcase name="b" classname="f.I" time="0.250000"/>' in text
+
+    def test_markdown_counts_marks_and_lists_it(self) -> None:
+        """Markdown: counted in the summary and its report's cell, marked, listed with why."""
+        assert render_markdown(self.matrix()).splitlines() == [
+            "## ✅ conformkit: every contract holds",
+            "",
+            "1 report, 2 cases: 2 passed (1 slow) in 1.50s · asyncio · CPython 3.11.0",
+            "",
+            "### f",
+            "",
+            "| case | I |",
+            "|---|:-:|",
+            "| **all cases** | 🟢 2 passed (1 slow) |",
+            "| a | ✓ (slow) |",
+            "| b | ✓ |",
+            "",
+            "✓ passed · ✗ failed · – unsupported (reasons below) · \\! unavailable",
+            "",
+            "🟢 every case passed · 🟡 holds, with declared or known gaps · 🔴 fails the gate",
+            "",
+            "## Cases that passed only with more time",
+            "",
+            "### f × I",
+            "",
+            "- a: **passed (slow)**: slow: passed only when run again under a 30s deadline; the "
+            "first run: feature 'f', case 'a': stage 'case' exceeded the 5s deadline",
+        ]
+
+    def test_html_counts_marks_and_opens_to_it(self) -> None:
+        """HTML: counted, a mark that opens to its reason, and listed below the grid."""
+        text = render_html(self.matrix())
+        root = ET.fromstring(text.removeprefix("<!DOCTYPE html>"))
+        assert "2 cases: 2 passed (1 slow) in 1.50s" in (root.findtext(".//p[@class='run']") or "")
+        [table] = root.findall(".//table")
+        totals, slow, plain = table.findall("tbody/tr")
+        assert [td.text for td in totals.findall("td")] == ["2 passed (1 slow)"]
+        [cell] = slow.findall("td")
+        assert cell.get("class") == "mark passed slow"
+        assert cell.findtext("details/summary") == "✓ (slow)"
+        [item] = cell.findall("details/ul/li")
+        assert item.get("class") == "passed"
+        assert "".join(item.itertext()) == f"a passed (slow): {SLOW_REASON}"
+        assert [(td.get("class"), td.text) for td in plain.findall("td")] == [("mark passed", "✓")]
+        headings = ["".join(h.itertext()) for h in root.iter() if h.tag in ("h2", "h3")]
+        assert headings[-2:] == ["Cases that passed only with more time", "f × I"]
+        [listed] = root.findall("./body/ul/li")
+        assert "".join(listed.itertext()) == f"a passed (slow): {SLOW_REASON}"

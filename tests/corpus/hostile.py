@@ -5,9 +5,11 @@ docs/reports.md lists, for tests/test_entry_points.py to run through every entry
 Three targets name what a run collects: ``HOLDING`` (every report holds, whatever
 runs it), ``FAILING`` (a report for each kind of failure) and ``FLAGGED`` (the
 reports whose verdict a gate option changes). ``EXPECTED`` says each case's
-status under the default options. A case meant to pass needs far less than its
-deadline; a case meant to overrun has a short one (``SHORT``), and every wait it
-makes is bounded, so that nothing here can hang a run whatever interrupts it.
+status under the default options, and ``SLOW`` the cases that pass only when run
+again with more time. A case meant to pass needs far less than its deadline (one
+under ``SHORT`` declares ``ROOMY`` of its own); a case meant to overrun has a short
+one (``SHORT``), and every wait it makes is bounded, so that nothing here can hang a
+run whatever interrupts it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ SHORT = 0.25
 """The deadline of the implementations meant to overrun: a stuck stage is interrupted at 0.5 s."""
 BOUND = 3.0
 """Seconds a stuck stage waits at most, should nothing interrupt it."""
+ROOMY = 30.0
+"""The own deadline of a case meant to pass where its implementation declares ``SHORT``."""
 
 PASSED = ck.CaseStatus.PASSED.value
 FAILED = ck.CaseStatus.FAILED.value
@@ -35,6 +39,8 @@ UNAVAILABLE = ck.CaseStatus.UNAVAILABLE.value
 
 EXPECTED: dict[str, dict[str, str]] = {}
 """Implementation name -> case ID -> status, under the default options."""
+SLOW: dict[str, tuple[str, ...]] = {}
+"""Implementation name -> the cases that pass slow: only when run again with more time."""
 
 
 class Store(Protocol):
@@ -291,7 +297,7 @@ async def deaf(api: Store) -> None:
             continue
 
 
-@deadlines_suite.case
+@deadlines_suite.case(timeout=ROOMY)  # meant to pass, whatever the load: not under SHORT
 async def quick(api: Store) -> None:
     await api.write("k", "v")
 
@@ -306,6 +312,38 @@ class Overruns(ck.FeatureImplementation[Store]):
 
 
 EXPECTED["Overruns"] = {**dict.fromkeys(DEADLINES, FAILED), "quick": PASSED}
+
+
+# -- the default guard: corpus.guard ---------------------------------------------------
+
+guard = ck.Feature[Store]("corpus.guard", cases=("overruns_once",))
+guard_suite = ck.ContractSuite(guard)
+ATTEMPTS = {"overruns_once": 0}
+"""How many times each case of corpus.guard has started, in this process."""
+
+
+@guard_suite.case
+async def overruns_once(api: Store) -> None:
+    ATTEMPTS["overruns_once"] += 1
+    if ATTEMPTS["overruns_once"] == 1:  # the process's first attempt only
+        await anyio.sleep(2 * ck.DEFAULT_TIMEOUT)  # cancelled at the default guard
+    await api.write("k", "v")
+
+
+class SlowOnce(ck.FeatureImplementation[Store]):
+    """No deadline of its own: its case overruns the default guard once, then passes slow."""
+
+    feature = guard
+    coverage = guard.coverage()
+
+    def create(self, scope: ck.FeatureScope) -> Store:
+        return MemoryStore()
+
+
+EXPECTED["SlowOnce"] = {"overruns_once": PASSED}
+# Slow where its first attempt in a process runs: under pytest, a process runs it on
+# both backends (a worker of pytest-xdist, on those it gets), and only the first is slow.
+SLOW["SlowOnce"] = ("overruns_once",)
 
 
 # -- create and cleanup: corpus.stages, an implementation per fault ---------------------
@@ -465,7 +503,7 @@ CreateSpins = stage("CreateSpins", create_spins, FAILED, timeout=SHORT)
 ReturnsNone = stage("ReturnsNone", returns_none, FAILED)
 WrongShape = stage("WrongShape", wrong_shape, FAILED)
 
-HOLDING = (stages_suite, Sound(), Gappy(), Shared(), Thorough(), Narrow())
+HOLDING = (stages_suite, Sound(), Gappy(), Shared(), Thorough(), Narrow(), guard_suite, SlowOnce())
 FAILING = (
     cases_suite,
     Cases(),

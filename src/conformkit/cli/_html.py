@@ -21,6 +21,7 @@ from ._outcome import (
     entry_notes,
     said,
     shown,
+    slow_count,
     stale_entry_outcome,
     summary,
     verdict,
@@ -52,6 +53,7 @@ td.gaps { background: #fff8c5; }
 td.fails { background: #ffebe9; }
 td.mark { text-align: center; font-weight: 700; min-width: 2.2rem; }
 td.mark.passed { color: #1a7f37; }
+td.mark.slow summary { white-space: nowrap; }
 td.mark.gap, td.mark.known { color: #9a6700; background: #fff8c5; }
 td.mark.failed { color: #cf222e; background: #ffebe9; }
 td.mark.error { color: #8250df; background: #fbefff; }
@@ -108,7 +110,7 @@ def render_html(matrix: Matrix) -> str:
     The compatibility matrix as one self-contained HTML page, no script and no
     external asset: for each feature, a table of its cases (rows) by its
     implementations (columns), whose cells open to their reasons; then each case
-    that did not pass.
+    that did not pass, and each that passed only with more time (slow).
     """
     grids = feature_grids(matrix.entries)
     verdict_text = verdict(matrix)
@@ -144,7 +146,7 @@ def render_html(matrix: Matrix) -> str:
         out.append(f'<p class="legend">{" · ".join(marks)}</p>')
     for grid in grids:
         out += _grid(matrix, grid)
-    out += _not_passed(matrix)
+    out += _listed(matrix)
     if matrix.stale:
         out.append("<h2>Stale baseline entries</h2>")
         out.append("<ul>")
@@ -170,9 +172,8 @@ def _grid(matrix: Matrix, grid: FeatureGrid) -> list[str]:
     for entry in grid.entries:
         notes = "".join(_item(note) for note in entry_notes(entry, gate))
         notes = f"<ul>{notes}</ul>" if notes else ""
-        totals.append(
-            f'<td class="{cell(entry, gate)}">{_h(counts_text(entry.counts()))}{notes}</td>'
-        )
+        counts = counts_text(entry.counts(), slow_count((entry,)))
+        totals.append(f'<td class="{cell(entry, gate)}">{_h(counts)}{notes}</td>')
     out.append(f'<tr class="totals">{"".join(totals)}</tr>')
     for case in grid.cases:
         row = [f'<th scope="row"><code>{_h(case)}</code></th>']
@@ -188,13 +189,18 @@ _NOT_RUN_TITLE: Final = "not run: not selected, or not a case this implementatio
 
 
 def _mark(record: CaseRecord | None, gate: Gate) -> str:
-    """A case's cell: its mark; a case that did not pass opens to its outcome."""
+    """
+    A case's cell: its mark; a case that did not pass, or passed only with more
+    time (slow), opens to its outcome.
+    """
     if record is None:
         return f'<td class="mark none" title="{_NOT_RUN_TITLE}">{_h(NOT_RUN)}</td>'
     outcome = case_outcome(record, gate)
     mark = _h(SYMBOLS[record.status])
     kind = outcome.severity.value
-    if outcome.severity is Severity.PASSED:
+    if record.slow:
+        kind, mark = f"{kind} slow", f"{mark} (slow)"
+    elif outcome.severity is Severity.PASSED:
         return f'<td class="mark {kind}" title="passed in {record.duration:.3f}s">{mark}</td>'
     item = _item(outcome, record.case_id, trace=_traceback(record))
     return (
@@ -203,19 +209,30 @@ def _mark(record: CaseRecord | None, gate: Gate) -> str:
     )
 
 
-def _not_passed(matrix: Matrix) -> list[str]:
-    """Each case that did not pass, under its report's title, as the Markdown lists them."""
+def _listed(matrix: Matrix) -> list[str]:
+    """
+    Each case that did not pass, then each that passed only with more time, under
+    its report's title, as the Markdown lists them.
+    """
     gate = matrix.run.gate
-    out: list[str] = []
+    failed: list[str] = []
+    slow: list[str] = []
     for entry in shown(matrix.entries):
-        items = []
+        items, slow_items = [], []
         for result in entry.results:
             outcome = case_outcome(result, gate)
             if outcome.severity is not Severity.PASSED:
                 items.append(_item(outcome, result.case_id, trace=_traceback(result)))
+            elif result.slow:
+                slow_items.append(_item(outcome, result.case_id))
         items += [_item(note) for note in entry_notes(entry, gate)]
+        title = f"<h3>{_h(entry.title)}</h3>"
         if items:
-            out += [f"<h3>{_h(entry.title)}</h3>", "<ul>", *items, "</ul>"]
-    if out:
-        out.insert(0, "<h2>Cases that did not pass</h2>")
-    return out
+            failed += [title, "<ul>", *items, "</ul>"]
+        if slow_items:
+            slow += [title, "<ul>", *slow_items, "</ul>"]
+    if failed:
+        failed.insert(0, "<h2>Cases that did not pass</h2>")
+    if slow:
+        slow.insert(0, "<h2>Cases that passed only with more time</h2>")
+    return failed + slow

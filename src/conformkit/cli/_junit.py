@@ -124,16 +124,20 @@ class _Suite:
         classname: str,
         duration: float,
         child: tuple[str, dict[str, str], str] | None,
+        output: str | None = None,
     ) -> None:
+        """A test case; ``output``, what to say of it beside its outcome, as its ``system-out``."""
         attributes = {"name": name, "classname": classname, "time": f"{duration:.6f}"}
         self.time += duration
-        if child is None:
+        elements = "" if output is None else _element("system-out", {}, output)
+        if child is not None:
+            tag, child_attributes, body = child
+            self.counts[tag] += 1
+            elements = _element(tag, child_attributes, body or None) + elements
+        if not elements:
             self.cases.append(_element("testcase", attributes))
             return
-        tag, child_attributes, body = child
-        self.counts[tag] += 1
-        element = _element(tag, child_attributes, body or None)
-        self.cases.append(_open("testcase", attributes) + element + "</testcase>")
+        self.cases.append(_open("testcase", attributes) + elements + "</testcase>")
 
     def add_offence(self, name: str, classname: str, outcome: Outcome) -> None:
         """A test case for an offence that belongs to no case of the suite."""
@@ -173,7 +177,8 @@ def render_junit(matrix: Matrix) -> str:
     What holds with a gap (``unsupported``) or as a known failure is ``<skipped>``;
     what fails the gate is ``<failure>``, or ``<error>`` when there is no verdict on
     the case (``unavailable``, a cleanup error). An offence that belongs to no case
-    gets a test case of its own, so the file agrees with the gate.
+    gets a test case of its own, so the file agrees with the gate. A case that
+    passed only with more time says so, and why, in its ``<system-out>``.
     """
     run = matrix.run
     gate = run.gate
@@ -194,8 +199,11 @@ def render_junit(matrix: Matrix) -> str:
         suite = _Suite(entry.title, entry.feature_id, properties)
         classname = f"{entry.feature_id}.{entry.implementation}"
         for result in entry.results:
-            child = _child(result, case_outcome(result, gate))
-            suite.add(result.case_id, classname, result.duration, child)
+            outcome = case_outcome(result, gate)
+            # A slow pass passed: what CI shows of a passing test is its output.
+            slow = result.slow and outcome.severity is Severity.PASSED
+            output = said(outcome, result.status) if slow else None
+            suite.add(result.case_id, classname, result.duration, _child(result, outcome), output)
         for note in entry_notes(entry, gate):
             suite.add_offence(f"({note.kind})", classname, note)
         suites.append(suite)

@@ -19,6 +19,7 @@ from ._outcome import (
     counts_text,
     entry_notes,
     shown,
+    slow_count,
     stale_entry_outcome,
     summary,
     verdict,
@@ -28,6 +29,8 @@ __all__ = ["markdown_text", "render_markdown"]
 
 _MARKDOWN_SPECIAL: Final = re.compile(r"([\\`*_{}\[\]<>|~#!])")
 _EMOJI: Final = {"holds": "🟢", "gaps": "🟡", "fails": "🔴"}
+_SLOW: Final = " (slow)"
+"""After the mark of a case that passed only with more time."""
 
 
 def markdown_text(text: str) -> str:
@@ -48,7 +51,8 @@ def render_markdown(matrix: Matrix) -> str:
     """
     The compatibility matrix: for each feature, a table of its cases (rows) by its
     implementations (columns), a mark per cell and each implementation's counts
-    with a colour; a legend; then each case that did not pass, with its reason.
+    with a colour; a legend; then each case that did not pass, with its reason, and
+    each that passed only with more time (slow), with its reason.
     """
     gate = matrix.run.gate
     said = verdict(matrix)
@@ -67,14 +71,18 @@ def render_markdown(matrix: Matrix) -> str:
         lines.append("| case | " + " | ".join(names) + " |")
         lines.append("|---" + "|:-:" * len(names) + "|")
         totals = [
-            f"{_EMOJI[cell(entry, gate)]} {counts_text(entry.counts())}" for entry in grid.entries
+            f"{_EMOJI[cell(entry, gate)]} {counts_text(entry.counts(), slow_count((entry,)))}"
+            for entry in grid.entries
         ]
         lines.append("| **all cases** | " + " | ".join(totals) + " |")
         for case in grid.cases:
             marks = []
             for index in range(len(grid.entries)):
                 record = grid.record(index, case)
-                marks.append(NOT_RUN if record is None else SYMBOLS[record.status])
+                if record is None:
+                    marks.append(NOT_RUN)
+                else:
+                    marks.append(SYMBOLS[record.status] + (_SLOW if record.slow else ""))
             lines.append(f"| {markdown_text(case)} | " + " | ".join(marks) + " |")
         lines.append("")
     if grids:
@@ -85,18 +93,26 @@ def render_markdown(matrix: Matrix) -> str:
             "🟢 every case passed · 🟡 holds, with declared or known gaps · 🔴 fails the gate"
         )
     details: list[str] = []
+    slow: list[str] = []
     for entry in shown(matrix.entries):
-        items = []
+        items, slow_items = [], []
         for result in entry.results:
             outcome = case_outcome(result, gate)
             if outcome.severity is not Severity.PASSED:
                 items.append(_item(result.case_id, outcome))
+            elif result.slow:
+                slow_items.append(_item(result.case_id, outcome))
         items += [_item(None, note) for note in entry_notes(entry, gate)]
+        title = f"### {markdown_text(entry.title)}"
         if items:
-            details += ["", f"### {markdown_text(entry.title)}", "", *items]
+            details += ["", title, "", *items]
+        if slow_items:
+            slow += ["", title, "", *slow_items]
     if matrix.stale:
         details += ["", "### Stale baseline entries", ""]
         details += [_item(None, stale_entry_outcome(stale)) for stale in matrix.stale]
     if details:
         lines += ["", "## Cases that did not pass", *details]
+    if slow:
+        lines += ["", "## Cases that passed only with more time", *slow]
     return "\n".join(lines) + "\n"
