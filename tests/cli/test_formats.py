@@ -333,6 +333,12 @@ class TestSlowPasses:
         ) in text
         assert '<testcase name="b" classname="f.I" time="0.250000"/>' in text
 
+    def test_text_grids_head_it_as_a_pass_with_more_time(self) -> None:
+        """Text with grids: listed under a heading that says it passed, only with more time."""
+        lines = render_text(self.matrix(), matrix_view=True).splitlines()
+        assert "cases that did not pass, or passed only with more time:" in lines
+        assert "cases that did not pass:" not in lines
+
     def test_markdown_counts_marks_and_lists_it(self) -> None:
         """Markdown: counted in the summary and its report's cell, marked, listed with why."""
         assert render_markdown(self.matrix()).splitlines() == [

@@ -105,7 +105,10 @@ def render_text(
         lines.append(header)
         lines += details
     if grids and len(lines) > details_start:
-        lines.insert(details_start, paint("cases that did not pass:", _BOLD))
+        heading = "cases that did not pass"
+        if slow_count(matrix.entries):
+            heading += ", or passed only with more time"
+        lines.insert(details_start, paint(heading + ":", _BOLD))
     for stale in matrix.stale:
         outcome = stale_entry_outcome(stale)
         lines.append(f"{paint(_shout(outcome.label), _RED)} {_line(outcome.message)}")
