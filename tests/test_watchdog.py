@@ -361,6 +361,20 @@ class TestWhere:
             "write at store.py:30 ← reads at mapping.py:12 ← test_store at test_store.py:7"
         )
 
+    def test_a_cancel_scope_caught_mid_exit_is_left_out_too(self) -> None:
+        """A loop caught exiting a cancel scope (contextlib's frames) hides no own frame."""
+        import contextlib
+
+        import trio
+
+        frames = [
+            traceback.FrameSummary("/project/store.py", 30, "work"),
+            traceback.FrameSummary(str(Path(trio.__file__).parent / "_timeouts.py"), 91, "sleep"),
+            traceback.FrameSummary(contextlib.__file__, 301, "helper"),
+            traceback.FrameSummary(contextlib.__file__, 104, "__init__"),
+        ]
+        assert summary(frames) == "work at store.py:30"
+
     def test_the_await_chain_runs_through_generator_based_coroutines(self) -> None:
         """A suspended chain's frames, outermost first, across ``yield from`` too."""
 

@@ -32,6 +32,7 @@ or woken, and handed to the stuck hook if it still runs.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import sys
 import types
@@ -534,6 +535,8 @@ def _library_files() -> tuple[str, ...]:
         path = getattr(module, "__file__", None)
         if path:
             folders.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    # The context managers the loops enter (trio's cancel scopes) may be caught mid-exit.
+    folders.append(os.path.abspath(contextlib.__file__))
     return tuple(folders)
 
 
