@@ -706,9 +706,10 @@ def _fire(watch: Watch, stage: float) -> None:
 def _report(watch: Watch, stage: float) -> None:
     """A stage is still stuck after its interruption: say where, through the hook."""
     if on_thread_stack(watch.thread_id, watch.running_frame()):
-        stack = format_frames(thread_frames(watch.thread_id))
+        frames = thread_frames(watch.thread_id)  # caught running: deep in the loop, maybe
     else:
-        stack = format_frames(_to_own_code(frames_of(watch.coroutine)))
+        frames = frames_of(watch.coroutine)
+    stack = format_frames(_to_own_code(frames))
     if watch.stuck_at != stage:
         return  # it ended meanwhile
     watch.stack = stack
