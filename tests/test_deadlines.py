@@ -139,7 +139,10 @@ class TestDefaultGuard:
         assert (result.status, calls.count) == (PASSED, 2)
         if how == "run_contract":
             assert result.slow
-            assert "(ran 0.3s; sync code blocked the event loop)" in (result.reason or "")
+            # How long it ran, and whether the watchdog interrupted it, are the machine's.
+            assert re.search(
+                r"\(ran [0-9.]+s; sync code blocked the event loop[;)]", result.reason or ""
+            ), result.reason
 
     @HOW
     async def test_a_slow_create_is_run_again_too(self, how: str) -> None:
