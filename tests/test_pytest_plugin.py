@@ -283,7 +283,10 @@ class TestItems:
             class Hangs(ck.FeatureImplementation):
                 feature = feature
                 coverage = feature.coverage()
-                timeout = 0.2
+                # Waited out: short, but its grace (as long, at most 1 s) is the time
+                # a loaded machine gets to end the cancelled create before the
+                # watchdog calls it stuck and ends the process, this one included.
+                timeout = 1.0
 
                 async def create(self, scope):
                     await anyio.sleep_forever()

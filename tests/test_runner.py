@@ -1786,6 +1786,50 @@ class TestSignals:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("timeout", [None, 600.0])
+    async def test_overlapping_runs_put_back_the_handler_found_whichever_ends_first(
+        self, timeout: float | None
+    ) -> None:
+        """
+        Two runs at once on the main thread, the one started first ending first: once
+        both have ended, the handler found before them is back, not the first run's
+        own, which outside its run cannot act on Ctrl-C.
+        """
+        before = signal.getsignal(signal.SIGINT)
+        first_running, second_running, first_ended = anyio.Event(), anyio.Event(), anyio.Event()
+
+        async def waits_for_the_second(api: Probe) -> None:
+            first_running.set()
+            await second_running.wait()
+
+        async def outlives_the_first(api: Probe) -> None:
+            second_running.set()
+            await first_ended.wait()
+
+        first = rig({"waits": waits_for_the_second})
+        second = rig({"outlives": outlives_the_first})
+        reports: list[ck.ContractReport] = []
+
+        async def run_first() -> None:
+            reports.append(
+                await ck.run_contract(first.implementation, first.suite, timeout=timeout)
+            )
+            first_ended.set()
+
+        async def run_second() -> None:
+            await first_running.wait()
+            reports.append(
+                await ck.run_contract(second.implementation, second.suite, timeout=timeout)
+            )
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(run_first)
+                group.start_soon(run_second)
+        assert [statuses(report) for report in reports] == [[PASSED], [PASSED]]
+        assert signal.getsignal(signal.SIGINT) is before
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("timeout", [None, 600.0])
     async def test_the_ctrl_c_hook_sees_each_ctrl_c(self, timeout: float | None) -> None:
         """
         set_ctrl_c_hook: the hook is called at each Ctrl-C a run takes, in its

@@ -1030,8 +1030,21 @@ class _Signals:
 
     def restore(self) -> None:
         if _signal.getsignal(_SIGINT) is self.handle:
-            _signal.signal(_SIGINT, self.previous)
+            _signal.signal(_SIGINT, self._found())
         self.handle = _RESTORED
+
+    def _found(self) -> Callable[[int, FrameType | None], Any]:
+        """
+        The handler to put back: the one found, unless it is the handler of a run
+        that overlapped this one and has ended (it started first, and ended first),
+        which outside its run cannot act on Ctrl-C: then the one that run found.
+        """
+        previous = self.previous
+        run = getattr(previous, "__self__", None)
+        while isinstance(run, _Signals) and run.handle is _RESTORED:
+            previous = run.previous
+            run = getattr(previous, "__self__", None)
+        return previous
 
     def interrupt(self, watch: Watch, stage: float) -> None:
         """Interrupt a stage that blocks the main thread; called from the watchdog thread."""
