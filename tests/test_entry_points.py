@@ -138,12 +138,19 @@ A run as an entry point saw it: ``holds``, and each report's ``holds`` and ``cas
 # -- the entry points run in-process (in the subprocess) ----------------------------------
 
 
+CORPUS_MODULE = "conformkit_tests_hostile_corpus"
+"""
+The corpus's module name where it is loaded by path: not ``hostile``, which a test of
+this process (pytester's ``hostile.py`` under ``--dist loadfile``) may name a target.
+"""
+
+
 def load_corpus() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("hostile", CORPUS)
+    spec = importlib.util.spec_from_file_location(CORPUS_MODULE, CORPUS)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["hostile"] = module
+    sys.modules[CORPUS_MODULE] = module
     spec.loader.exec_module(module)
     return module
 
