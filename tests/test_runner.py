@@ -1672,6 +1672,27 @@ class TestStrayCancellation:
         assert r.log == ["create 0", "cleanup 0"]
 
 
+def presses_twice(log: list[str]) -> Rig:
+    """
+    A rig whose case presses Ctrl-C and waits on, and whose scope's cleanup presses it
+    again; each logs that it went on after its press.
+    """
+
+    async def on_create(number: int, scope: ck.FeatureScope) -> None:
+        def presses_again() -> None:
+            signal.raise_signal(signal.SIGINT)
+            log.append("went on after the second")
+
+        scope.defer(presses_again)
+
+    async def presses(api: Probe) -> None:
+        signal.raise_signal(signal.SIGINT)
+        log.append("went on after the first")
+        await anyio.sleep_forever()
+
+    return rig({"presses": presses, "after": passing("after")}, on_create=on_create)
+
+
 class TestSignals:
     """
     Ctrl-C and the watchdog's own signal, in runs on the main thread: the run's SIGINT
@@ -1718,20 +1739,7 @@ class TestSignals:
         cleanups run; a second, pressed in one, cuts it short.
         """
         log: list[str] = []
-
-        async def on_create(number: int, scope: ck.FeatureScope) -> None:
-            def presses_again() -> None:
-                signal.raise_signal(signal.SIGINT)
-                log.append("went on after the second")
-
-            scope.defer(presses_again)
-
-        async def presses(api: Probe) -> None:
-            signal.raise_signal(signal.SIGINT)
-            log.append("went on after the first")
-            await anyio.sleep_forever()
-
-        r = rig({"presses": presses, "after": passing("after")}, on_create=on_create)
+        r = presses_twice(log)
         with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
             await ck.run_contract(r.implementation, r.suite, timeout=timeout)
         assert log == ["went on after the first"]
@@ -1838,20 +1846,7 @@ class TestSignals:
         from conformkit._runner import set_ctrl_c_hook
 
         log: list[str] = []
-
-        async def on_create(number: int, scope: ck.FeatureScope) -> None:
-            def presses_again() -> None:
-                signal.raise_signal(signal.SIGINT)
-                log.append("went on after the second")
-
-            scope.defer(presses_again)
-
-        async def presses(api: Probe) -> None:
-            signal.raise_signal(signal.SIGINT)
-            log.append("went on after the first")
-            await anyio.sleep_forever()
-
-        r = rig({"presses": presses, "after": passing("after")}, on_create=on_create)
+        r = presses_twice(log)
         set_ctrl_c_hook(lambda: log.append("pressed"))
         try:
             with pytest.raises(KeyboardInterrupt), anyio.fail_after(10):
