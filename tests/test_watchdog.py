@@ -30,6 +30,7 @@ from conformkit._watchdog import (
     clock,
     format_frames,
     frames_of,
+    interrupt_at,
     interruptible,
     stuck_detail,
     summary,
@@ -326,6 +327,78 @@ class TestWatch:
             """
         )
         assert "could not be interrupted; it is here:\n  (no stack)\n" in done.stderr, done.stderr
+
+
+class TestInTheLoopsCode:
+    """
+    An interruption that finds the event loop's thread in the loop's own code is
+    held back: an exception raised there would leave the loop's state half
+    changed (on trio, a cancel scope half entered ends the run with "Cancel scope
+    stack corrupted").
+    """
+
+    @staticmethod
+    def armed() -> tuple[Watch, float]:
+        watch = Watch(0.2)
+        watch.frame = sys._getframe(1)  # the test's frame: the stage runs while it does
+        watch.start("case", clock())
+        assert watch.stuck_at is not None
+        return watch, watch.stuck_at
+
+    def test_the_stage_is_not_interrupted_inside_the_loops_code(self) -> None:
+        import outcome  # trio's
+
+        watch, stage = self.armed()
+        # A frame of outcome's, called by the stage: as trio's resumption of a task is.
+        in_the_loop = outcome.capture(sys._getframe).unwrap()
+        assert in_the_loop.f_back is sys._getframe()
+        interrupt_at(watch, stage, in_the_loop)  # raises nothing
+        assert watch.missed == stage  # the watchdog tries again
+
+    def test_it_is_interrupted_in_its_own_code(self) -> None:
+        watch, stage = self.armed()
+        with pytest.raises(StageStuck, match="sync code blocked the event loop"):
+            interrupt_at(watch, stage, sys._getframe())
+        assert watch.missed is None
+
+    def test_nor_is_another_stage_or_code_outside_the_stage(self) -> None:
+        watch, stage = self.armed()
+        interrupt_at(watch, stage + 1, sys._getframe())  # it ended; another is armed
+        frames: list[types.FrameType] = []
+        elsewhere = threading.Thread(target=lambda: frames.append(sys._getframe()))
+        elsewhere.start()
+        elsewhere.join()
+        interrupt_at(watch, stage, frames[0])  # the stage is not on that stack
+        assert watch.missed is None
+
+    def test_the_watchdog_tries_again_after_an_interruption_held_back(self) -> None:
+        """Until the stage ends or is handed to the stuck hook: a spin that runs the
+        loop's code part of the time is caught in its own the next time."""
+        done = run_python(
+            """
+            import sys, threading, time
+            from conformkit._watchdog import Watch
+
+            fired = []
+            again = threading.Event()
+
+            def interrupt(watch, stage):
+                fired.append(stage)
+                if len(fired) == 1:
+                    watch.missed = stage  # as if caught in the loop's code
+                else:
+                    again.set()
+
+            with Watch(0.1) as watch:
+                watch.frame = sys._getframe()
+                watch.interrupt = interrupt
+                watch.start("case", time.perf_counter() + 0.1)
+                print("again" if again.wait(30) else "once")
+                watch.stop()
+            print(len(set(fired)), "stage")
+            """
+        )
+        assert done.stdout.splitlines() == ["again", "1 stage"], done.stderr
 
 
 class TestWhere:

@@ -37,6 +37,7 @@ from ._watchdog import (
     Watch,
     clock,
     format_frames,
+    interrupt_at,
     interruptible,
     raise_in_thread,
     stuck_detail,
@@ -1072,13 +1073,7 @@ class _Signals:
             _call_soon_threadsafe()(self.execution.stop)
             return
         self.pending = None
-        watch, stage = pending
-        if watch.stuck_at != stage:
-            return  # the stage ended meanwhile
-        while frame is not None:
-            if frame is watch.running_frame():
-                raise watch.stuck()
-            frame = frame.f_back
+        interrupt_at(*pending, frame)
 
 
 _RESTORED: Final = object()

@@ -55,6 +55,7 @@ __all__ = [
     "clock",
     "format_frames",
     "frames_of",
+    "interrupt_at",
     "interruptible",
     "leave_threads_behind",
     "print_stuck",
@@ -175,6 +176,7 @@ class Watch(Guard):
         "frame",
         "interrupt",
         "lock",
+        "missed",
         "pending",
         "stack",
         "stage",
@@ -201,6 +203,9 @@ class Watch(Guard):
         self.stack: str | None = None
         self.forced = False
         self.pending = False  # an exception was raised into the thread, not yet seen
+        # The stuck_at of a stage whose interruption found the thread in the event
+        # loop's own code, and was held back: the watchdog tries again.
+        self.missed: float | None = None
         self.frame: FrameType | None = None
         self.coroutine: object = None
         self.thread_id = _thread.get_ident()
@@ -527,10 +532,10 @@ def format_frames(frames: list[traceback.FrameSummary]) -> str:
     return "".join(traceback.StackSummary.from_list(frames[-_FRAMES:]).format())
 
 
-def _library_files() -> tuple[str, ...]:
-    """Folders whose frames say nothing about where the code under test was."""
-    folders = [os.path.join(_PACKAGE, name) for name in ("_runner.py", "_scope.py", "_watchdog.py")]
-    for name in ("asyncio", "anyio", "trio", "outcome"):
+def _loop_files() -> tuple[str, ...]:
+    """Folders of the event loops' own code, and of the context managers they enter."""
+    folders = []
+    for name in ("asyncio", "anyio", "trio", "outcome", "sniffio"):
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
         if path:
@@ -538,6 +543,45 @@ def _library_files() -> tuple[str, ...]:
     # The context managers the loops enter (trio's cancel scopes) may be caught mid-exit.
     folders.append(os.path.abspath(contextlib.__file__))
     return tuple(folders)
+
+
+def _library_files() -> tuple[str, ...]:
+    """Folders whose frames say nothing about where the code under test was."""
+    own = tuple(
+        os.path.join(_PACKAGE, name) for name in ("_runner.py", "_scope.py", "_watchdog.py")
+    )
+    return own + _loop_files()
+
+
+def _in_loop(frame: FrameType | None) -> bool:
+    """
+    Whether a thread caught at ``frame`` runs the event loop's own code: an
+    exception raised there would leave the loop's state half changed (a trio cancel
+    scope half entered corrupts the scope stack, and ends the run).
+    """
+    return frame is not None and frame.f_code.co_filename.startswith(_loop_files())
+
+
+def interrupt_at(watch: Watch, stage: float, frame: FrameType | None) -> None:
+    """
+    In the event loop's thread, caught at ``frame``: raise :class:`StageStuck`
+    if the stuck stage runs there, unless the innermost frame is the event loop's
+    own code; then the interruption is held back, and the watchdog tries again.
+    A stage that swallows its cancellation in a loop, which runs in trio's or
+    anyio's code at each wait, is stopped by its next cancellation all the same
+    (:meth:`Guard.intercept`).
+    """
+    if watch.stuck_at != stage:
+        return  # the stage ended meanwhile
+    running = watch.running_frame()
+    current = frame
+    while current is not None:
+        if current is running:
+            if _in_loop(frame):
+                watch.missed = stage
+                return
+            raise watch.stuck()
+        current = current.f_back
 
 
 def _to_own_code(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
@@ -685,6 +729,9 @@ class _Watchdog:
                 if fired is None or fired[0] != stuck_at:
                     self.fired[watch] = (stuck_at, now + watch.grace)
                     _fire(watch, stuck_at)
+                elif watch.missed == stuck_at and now < fired[1]:
+                    watch.missed = None  # held back in the loop's code: once more
+                    _fire(watch, stuck_at)
                 elif now >= fired[1] > 0:
                     self.fired[watch] = (stuck_at, 0.0)  # reported once
                     _report(watch, stuck_at)
@@ -722,10 +769,16 @@ def raise_in_thread(watch: Watch, stage: float) -> None:
         watch.lock = _thread.allocate_lock()
     watch.pending = True  # before the look at the stage: see Watch.stop()
     with watch.lock:
-        if watch.stuck_at == stage:
-            _set_async_exc(watch.thread_id, StageStuck)
-        else:
+        if watch.stuck_at != stage:
             watch.pending = False
+        elif _in_loop(sys._current_frames().get(watch.thread_id)):
+            # Held back, and tried again. The exception lands at the thread's next
+            # check, which may be in the loop's code all the same: a race that a
+            # signal, on the main thread, does not have (see interrupt_at()).
+            watch.pending = False
+            watch.missed = stage
+        else:
+            _set_async_exc(watch.thread_id, StageStuck)
 
 
 def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:
