@@ -24,12 +24,29 @@ from ._exceptions import (
     LawViolation,
 )
 from ._explain import describe_error, release_frames
-from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, declared_api
+from ._feature import (
+    API,
+    CaseExpansion,
+    CaseName,
+    Coverage,
+    Unsupported,
+    declared_api,
+    expand_cases,
+    resolve_coverage,
+)
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, run_deadline
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
-from ._scope import OWN_TASKS, FeatureScope, OwnTasks
-from ._shape import _CLEAN, CreateCheck, open_twin
-from ._suite import CaseFunction, ContractSuite, FamilyFunction
+from ._scope import (
+    OWN_TASKS,
+    FeatureScope,
+    OwnTasks,
+    close,
+    close_soon,
+    raise_together,
+    twin_of,
+)
+from ._shape import CLEAN, CreateCheck
+from ._suite import CaseFunction, ContractSuite, FamilyFunction, case_functions, check_complete
 from ._watchdog import (
     BLOCKED,
     UNANSWERED,
@@ -39,7 +56,6 @@ from ._watchdog import (
     format_frames,
     interrupt_at,
     interruptible,
-    raise_in_thread,
     stuck_detail,
 )
 from ._watchdog import waker as _waker
@@ -50,7 +66,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._recording import CallRecorder
-    from ._scope import _Background
+    from ._scope import Background
 else:
     # The C module under `signal`: its functions take a tenth of the time of
     # `signal`'s, which wrap every handler and number in an enum, and a run
@@ -105,9 +121,9 @@ def _check_definitions(
             f"feature {feature.id!r}{same_id}; a suite runs only against implementations "
             f"of the same Feature object"
         )
-    planned = feature._expand_cases(implementation.claims, name)
-    coverage = feature._resolve_coverage(implementation.coverage, planned, name)
-    suite._check_complete()
+    planned = expand_cases(feature, implementation.claims, name)
+    coverage = resolve_coverage(feature, implementation.coverage, planned, name)
+    check_complete(suite)
     return planned, coverage
 
 
@@ -119,6 +135,49 @@ def _bind(function: FamilyFunction[API], param: Any) -> CaseFunction[API]:
 
     member._conformkit_family = function  # type: ignore[attr-defined]  # sync or async?
     return member
+
+
+async def open_twin(
+    create: Callable[[FeatureScope], Any], scope: FeatureScope, case_id: str, check: CreateCheck
+) -> None:
+    """
+    Create a second API while the case's own is live, check that it is another
+    object, and dispose of it: how ``check_isolation`` exercises isolation
+    whatever the concurrency.
+
+    :raises BaseException: what the second ``create`` or its cleanups raised, or
+        the :exc:`TypeError` that says isolation is broken.
+    """
+    case = f"case {case_id!r}"
+    what = f"a second API created alongside {case} to check isolation"
+    label = f"the second API created alongside {case} to check isolation"
+    twin = twin_of(scope)
+    identity: int | None = None
+    error: BaseException | None = None
+    try:
+        created = create(twin)
+        if inspect.isawaitable(created):
+            created = await created
+    except BaseException as exc:
+        error = exc
+        # SystemExit and the like are create()'s doing too; Ctrl-C, a cancellation
+        # or the watchdog's interrupt come from outside, and say nothing of create().
+        if not isinstance(exc, KeyboardInterrupt | StageStuck | anyio.get_cancelled_exc_class()):
+            exc.add_note(f"raised by create() for {what}")
+    else:
+        try:
+            identity = check.admit(created, twin, label, alongside=f", for {what},")
+        except TypeError as exc:
+            error = exc
+    errors = await close(twin)
+    if identity is not None:
+        check.release(identity, twin)
+    if error is not None:
+        if errors:
+            raise_together(f"{what} failed, and so did {len(errors)} cleanup(s)", [error, *errors])
+        raise error
+    if errors:
+        raise_together(f"{len(errors)} cleanup(s) of {what} failed", errors)
 
 
 @final
@@ -144,7 +203,6 @@ class _Lane(Watch):
     __slots__ = (
         "cancel_scope",
         "deadline",
-        "driver",
         "fired",
         "retry",
         "stopped",
@@ -167,8 +225,6 @@ class _Lane(Watch):
         self.waker_made = False  # see wait()
         # A case to run again under the longer deadline, first in the next stretch.
         self.retry: _Retry | None = None
-        # What runs the lane's cases: its task awaits it, which finds the task.
-        self.driver: object = None
 
     def wait(self) -> None:
         """
@@ -183,9 +239,9 @@ class _Lane(Watch):
             self.cancel_scope.deadline = anyio.current_time() + (due - clock())
             if not self.waker_made:
                 self.waker_made = True
-                self.wake = _waker()
+                self.set_waker(_waker())
 
-    def stop(self) -> None:
+    def halt(self) -> None:
         """Ctrl-C, in a run of one case: cancel the lane's scope, which is no overrun."""
         self.stopped = True
         cancel_scope = getattr(self, "cancel_scope", None)
@@ -194,15 +250,13 @@ class _Lane(Watch):
 
     def disarm(self) -> bool:
         """
-        End the stages of a case; return whether one overran, cancelling the lane's scope.
+        End the stages of a case, which :meth:`stop` stopped watching; return
+        whether one overran, cancelling the lane's scope.
 
         A lane whose scope carries the deadline keeps it through the case's
         cleanup, which that deadline may cancel the scope during (shielded, so
         harmlessly): the run of one case ends with that case.
         """
-        self.stuck_at = None
-        if self.pending:
-            self.settle()  # an exception raised into the thread as the stage ended
         self.deadline = None
         if self.watched:
             return self.fired
@@ -355,7 +409,7 @@ class RunPlan(Generic[API]):
         self.case_ids = tuple(planned.case_ids)
         # Looked up case by case as the run reaches them, so that a run builds
         # nothing per case before it starts.
-        self.functions: dict[str, Any] = suite._cases
+        self.functions: dict[str, Any] = case_functions(suite)
         self.members = planned.members
         # The cases that declare a deadline of their own longer than the run's,
         # unless the run gave its own timeout=: each stage of theirs has it. Never
@@ -427,7 +481,7 @@ class Execution(Generic[API]):
         self.called: set[str] = set()  # API operations the cases called, when recording
         # Scopes whose background work outlived its join: its later failures go
         # into the report.
-        self.stragglers: list[_Background] = []
+        self.stragglers: list[Background] = []
         # The lane that Ctrl-C stops, in a run of one case; else the task group's scope.
         self.stopper: _Lane | None = None
         self.scope_type: type[anyio.CancelScope] | None = None  # see _cancel_scope()
@@ -545,10 +599,8 @@ class Execution(Generic[API]):
                 wake = _waker() if watched else None
                 interrupt = None if signals is None else signals.interrupt
                 for lane in lanes:
-                    lane.feature_id = plan.feature_id
+                    lane.connect(plan.feature_id, interrupt, wake)
                     lane.__enter__()  # watched by the last-resort thread from now on
-                    lane.interrupt = interrupt
-                    lane.wake = wake
             if not watched:
                 # One case: no task group, whose opening and closing cost several
                 # times what a trivial case does; ContractCase.run() runs one case
@@ -561,8 +613,9 @@ class Execution(Generic[API]):
                 if timeout is None:
                     await self._take_cases(lane, queue, None)
                 else:
-                    lane.coroutine = coroutine = self._take_cases(lane, queue, None)
-                    lane.driver = driver = interruptible(coroutine, lane, waits=True)
+                    coroutine = self._take_cases(lane, queue, None)
+                    driver = interruptible(coroutine, lane, waits=True)
+                    lane.follow(coroutine, driver)
                     await driver
                 if self.stragglers:
                     await _outlast(self.stragglers)
@@ -592,10 +645,7 @@ class Execution(Generic[API]):
                     # its stop yet, and would only once the run has returned.
                     self.interrupt = KeyboardInterrupt()
             for lane in lanes:
-                # Let go of what refers back to the lane or to the run: cycles
-                # that only the garbage collector would break, which it does
-                # at a cost that grows with everything else alive.
-                lane.interrupt = lane.wake = lane.frame = lane.coroutine = lane.driver = None
+                lane.release()
             self.stopper = None
         if self.interrupt is not None:
             raise self.interrupt
@@ -626,7 +676,7 @@ class Execution(Generic[API]):
             self.interrupt = KeyboardInterrupt()
         spawner = self.spawner
         if self.stopper is not None:
-            self.stopper.stop()
+            self.stopper.halt()
         elif not isinstance(spawner, OwnTasks):  # else the run of one case has ended
             spawner.cancel_scope.cancel()
 
@@ -658,8 +708,9 @@ class Execution(Generic[API]):
             return
         # Under deadlines, the lane's stages can be interrupted from outside:
         # a stage that ignores its cancellation gets StageStuck thrown in instead.
-        lane.coroutine = coroutine = self._take_cases(lane, queue, task_group)
-        lane.driver = driver = interruptible(coroutine, lane)
+        coroutine = self._take_cases(lane, queue, task_group)
+        driver = interruptible(coroutine, lane)
+        lane.follow(coroutine, driver)
         await driver
 
     async def _take_cases(
@@ -722,10 +773,9 @@ class Execution(Generic[API]):
         plain = plan.plain
         sync_cases = plan.sync_cases
         check = plan.check
-        fitting = check.verdicts  # by type: _CLEAN when its objects need no check
+        fitting = check.verdicts  # by type: CLEAN when its objects need no check
         shared = self.shared
         isolation = plan.isolation
-        grace = lane.grace
         for index, case_id in queue:
             declared: str | None = None
             marker = coverage[case_id]
@@ -747,11 +797,8 @@ class Execution(Generic[API]):
             started = clock()
             if timeout is not None:
                 # Arm the stage: it must end within the timeout.
-                lane.case_id = case_id
-                lane.timeout = timeout
-                lane.due = lane.deadline = due = started + timeout
-                lane.stage = stage
-                lane.stuck_at = due + grace
+                lane.deadline = due = started + timeout
+                lane.start_case(case_id, timeout, due)
             try:
                 created: Any = create(scope)
                 # Telling sync from async by the function, not the value: an
@@ -766,12 +813,12 @@ class Execution(Generic[API]):
                     created = await created
                 if shared:
                     admitted = check.admit(created, scope)  # its shape; no other live scope's
-                elif fitting.get(type(created)) is not _CLEAN:
+                elif fitting.get(type(created)) is not CLEAN:
                     problem = check.shape(created)  # its shape alone
                     if problem is not None:
                         raise problem
                 if isolation:
-                    await open_twin(create, scope, check)
+                    await open_twin(create, scope, case_id, check)
                 if timeout is not None:
                     # The next stage, once this one ended, which may still have
                     # overrun its deadline: sync code that blocks the event loop
@@ -779,9 +826,8 @@ class Execution(Generic[API]):
                     now = clock()
                     if now > lane.due:
                         raise _Late(now - lane.due + timeout)
-                    lane.due = lane.deadline = due = now + timeout
-                    lane.stage = "case"
-                    lane.stuck_at = due + grace
+                    lane.deadline = due = now + timeout
+                    lane.start("case", due)
                 stage = "case"
                 if record:
                     from ._recording import CallRecorder
@@ -794,9 +840,11 @@ class Execution(Generic[API]):
                 outcome = _call_sync(function, created) if sync else function(created)
                 if outcome is not None:
                     await outcome
-                lane.stuck_at = None  # no call before: nothing may interrupt it
+                if timeout is not None:
+                    lane.stop()
             except BaseException as exc:
-                lane.stuck_at = None  # first: the watchdog interrupts only the stage
+                if timeout is not None:
+                    lane.stop()  # first: the watchdog interrupts only the stage
                 error = exc
             overran: str | None = None
             ended: float | None = None  # when the case ended, under deadlines
@@ -810,26 +858,28 @@ class Execution(Generic[API]):
                 if cancelled or type(error) in _OVERRUNS:
                     # Read now: the cleanups rearm the lane.
                     overran = lane.overrun(error, timeout, cancelled)
-            closing = scope._close_soon(ended)
-            cleanup_errors = closing if isinstance(closing, list) else await closing
-            # Under deadlines, closing read the clock as its last cleanup ended.
+            closing = close_soon(scope, ended)
+            if isinstance(closing, list):
+                cleanup_errors = closing
+                awaited = False
+            else:
+                closed = await closing
+                cleanup_errors = closed.errors
+                awaited = closed.awaited
+                if closed.outlived is not None:
+                    self.stragglers.append(closed.outlived)
             if admitted is not None:
                 check.release(admitted, scope)
-            closed = scope._begun
-            duration = (closed if ended is not None and closed >= ended else clock()) - started
+            duration = clock() - started
             spent = overran is not None
-            if scope._awaited:
-                # Closing awaited: it joined background work or ran async cleanups.
-                background = scope._background
-                if background is not None and background.outlived:
-                    self.stragglers.append(background)
-                if overran is None:
-                    # The cleanups ran shielded. An outside cancellation that
-                    # arrived meanwhile is honoured now, unless the lane's own
-                    # deadline passed (only a run of one case keeps it armed then).
-                    spent = lane.cancel_scope.cancel_called
-                    if not spent:
-                        await anyio.lowlevel.checkpoint_if_cancelled()
+            if awaited and overran is None:
+                # Closing awaited (it joined background work or ran async cleanups),
+                # shielded. An outside cancellation that arrived meanwhile is
+                # honoured now, unless the lane's own deadline passed (only a run of
+                # one case keeps it armed then).
+                spent = lane.cancel_scope.cancel_called
+                if not spent:
+                    await anyio.lowlevel.checkpoint_if_cancelled()
             if error is None and not cleanup_errors and overran is None and recorder is None:
                 result = case_result(case_id, _PASSED, None, None, (), duration)
             else:
@@ -961,7 +1011,7 @@ def _unsupported_reason(error: BaseException | None) -> str | None:
     return reason if reason.strip() else None
 
 
-async def _outlast(stragglers: list[_Background]) -> None:
+async def _outlast(stragglers: list[Background]) -> None:
     """
     Wait, as a task group would, for background work that outlived its join,
     in a run of one case: its scope cancelled it, and interrupted it.
@@ -1055,7 +1105,7 @@ class _Signals:
             kill(cast("int", _main_thread), _SIGINT)
         else:  # the code under test replaced the handler
             self.pending = None
-            raise_in_thread(watch, stage)
+            watch.raise_in_thread(stage)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         pending = self.pending
@@ -1188,8 +1238,10 @@ def _call_sync(function: CaseFunction[Any], api: object) -> Awaitable[None] | No
 
 def _coroutine_call(coroutine: CoroutineType[Any, Any, Any], api: object) -> str:
     """``api.write()`` for a coroutine of the API's method ``write``, else ``Owner.name()``."""
+    from ._recording import RecordingProxy, target_of  # only where a sync case dropped one
+
     name = coroutine.__qualname__
-    target = getattr(api, "_conformkit_target", api)  # the API behind a recording proxy
+    target = target_of(api) if isinstance(api, RecordingProxy) else api
     owner, _, method = name.rpartition(".")
     if owner and any(owner == klass.__qualname__ for klass in type(target).__mro__):
         return f"api.{method}()"
