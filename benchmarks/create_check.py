@@ -32,7 +32,7 @@ import anyio
 import conformkit as ck
 from conformkit._runner import RunPlan
 from conformkit._scope import FeatureScope
-from conformkit._shape import _CLEAN, CreateCheck
+from conformkit._shape import CLEAN, CreateCheck
 
 
 class Counter(Protocol):
@@ -83,7 +83,7 @@ class Clean(dict[type, object]):
     """Every type's verdict: clean, nothing to check."""
 
     def get(self, key: type, default: object = None) -> object:
-        return _CLEAN
+        return CLEAN
 
 
 class NoCheck:

@@ -420,7 +420,7 @@ class TestWhere:
 
         frames = [  # outermost first, as a traceback lists them
             frame("/project/tests/test_store.py", "test_store", 7),
-            frame(package / "_runner.py", "_stretch"),
+            frame(package / "_runner" / "execution.py", "_stretch"),
             frame(package / "profiles" / "mapping.py", "reads", 12),
             library(asyncio, "run"),
             library(anyio, "checkpoint"),

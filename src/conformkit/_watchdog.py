@@ -630,8 +630,9 @@ def _loop_files() -> tuple[str, ...]:
 
 def _library_files() -> tuple[str, ...]:
     """Folders whose frames say nothing about where the code under test was."""
-    own = tuple(
-        os.path.join(_PACKAGE, name) for name in ("_runner.py", "_scope.py", "_watchdog.py")
+    own = (
+        os.path.join(_PACKAGE, "_runner") + os.sep,  # the runner's package
+        *(os.path.join(_PACKAGE, name) for name in ("_scope.py", "_watchdog.py")),
     )
     return own + _loop_files()
 
