@@ -40,8 +40,10 @@ about 2 to 3 µs under ``run_contract``, so 50 ns is about 2% of it.
 - Stages arm and disarm through the watch's methods, a call each (about 45 ns
   on the machine measured, five per trivial case); ``Watch.start_case()``
   repeats ``start()``'s four writes rather than calling it, and the scope's
-  ``close_soon`` and ``close`` are its methods themselves, not wrappers.
-  Figure: ``default deadlines``, per case.
+  ``close_soon`` and ``close`` are its methods themselves, not wrappers. The
+  execution sets a lane's own ``deadline`` and resets its ``fired`` and
+  ``timed`` as attributes, which would be two calls more per case. Figure:
+  ``default deadlines``, per case.
 - Closing a scope that awaits nothing (sync cleanups, no background work)
   returns its failures at once, not a coroutine (``close_soon``). Figure:
   ``run_contract`` per case, either column.

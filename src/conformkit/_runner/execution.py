@@ -183,7 +183,7 @@ class Execution(Generic[API]):
             self.shared |= len(lanes) > 1
         else:
             lanes = [Lane(timeout, watched=False)]
-        signals = Signals.install(self)
+        signals = Signals.install(self.stop)
         try:
             if timeout is not None:
                 # In a run of one case, made when a stage first waits, if it does.

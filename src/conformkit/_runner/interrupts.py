@@ -15,8 +15,6 @@ from .._watchdog import Watch, interrupt_at
 
 if TYPE_CHECKING:
     import signal as _signal
-
-    from .execution import Execution
 else:
     # The C module under `signal`: its functions take a tenth of the time of
     # `signal`'s, which wrap every handler and number in an enum, and a run
@@ -50,13 +48,13 @@ class Signals:
     once. The handler the run found is put back when it ends.
     """
 
-    __slots__ = ("execution", "handle", "pending", "pressed", "previous")
+    __slots__ = ("handle", "pending", "pressed", "previous", "stop")
 
     def __init__(
-        self, previous: Callable[[int, FrameType | None], Any], execution: Execution[Any]
+        self, previous: Callable[[int, FrameType | None], Any], stop: Callable[[], None]
     ) -> None:
         self.previous = previous
-        self.execution = execution
+        self.stop = stop  # stops the run for Ctrl-C
         self.pending: tuple[Watch, float] | None = None
         self.pressed = False  # Ctrl-C was pressed once
         # The one bound method installed, to know it again; let go once
@@ -64,14 +62,14 @@ class Signals:
         self.handle: object = _RESTORED
 
     @classmethod
-    def install(cls, execution: Execution[Any]) -> Signals | None:
+    def install(cls, stop: Callable[[], None]) -> Signals | None:
         """Install the handler; ``None`` off the main thread, or over a handler not in Python."""
         if not on_main_thread():
             return None
         previous = _signal.getsignal(_SIGINT)
         if not callable(previous):
             return None
-        signals = cls(previous, execution)
+        signals = cls(previous, stop)
         signals.handle = handle = signals._handle
         _signal.signal(_SIGINT, handle)
         return signals
@@ -117,7 +115,7 @@ class Signals:
             self.pressed = True
             # Not from here: the loop may be mid-step. The handler runs in the
             # event loop's thread, which knows its loop.
-            _call_soon_threadsafe()(self.execution.stop)
+            _call_soon_threadsafe()(self.stop)
             return
         self.pending = None
         interrupt_at(*pending, frame)

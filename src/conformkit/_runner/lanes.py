@@ -18,8 +18,9 @@ class Lane(Watch):
     One lane of a run: its cases run one after another inside its cancel scope,
     each stage (``create``, then the case) under the run's deadline.
 
-    Starting a stage (in :meth:`Execution._stretch`, the hot path) only records
-    when it is due: in ``due``, and in ``deadline`` until something acts on it.
+    Starting a stage (in :meth:`Execution._stretch`, the hot path) arms the
+    watch (:meth:`Watch.start_case`, :meth:`Watch.start`), which records when it
+    is due, and sets ``deadline`` to the same, until something acts on it.
     In a run of several cases, the run's one watchdog (:func:`watch_lanes`) cancels
     the lane's scope if that stage is still running then. A run of one case,
     ``ContractCase.run()``, has no watchdog, whose task would cost more than the

@@ -20,7 +20,6 @@ from .._feature import (
 from .._implementation import FeatureImplementation, declared_feature, run_deadline
 from .._shape import CreateCheck
 from .._suite import CaseFunction, ContractSuite, FamilyFunction, case_functions, check_complete
-from .execution import Execution
 
 
 def check_definitions(
@@ -184,9 +183,3 @@ class RunPlan(Generic[API]):
         """The function that runs a family member's case: the family's, bound to its parameter."""
         family, param = self.members[case_id]
         return bind_member(self.functions[family], param)
-
-    async def run(self, case_ids: tuple[str, ...], max_concurrency: int) -> Execution[API]:
-        """Run the cases; the execution holds their results and what else was seen."""
-        execution = Execution(self, case_ids)
-        await execution.run(max_concurrency)
-        return execution

@@ -100,7 +100,8 @@ async def run_contract(
         keep_tracebacks=keep_tracebacks,
         check_isolation=check_isolation,
     )
-    execution = await plan.run(plan.case_ids, _check_concurrency(max_concurrency))
+    execution = Execution(plan, plan.case_ids)
+    await execution.run(_check_concurrency(max_concurrency))
     return execution.report()
 
 
