@@ -37,13 +37,15 @@ about 2 to 3 µs under ``run_contract``, so 50 ns is about 2% of it.
   deadline; arming a stage records when it is due. Figures: ``default
   deadlines`` against ``timeout=None``, and the ``10 ms sleep`` cases against a
   task group (at most 1.1 times it).
-- Stages arm and disarm through the watch's methods, a call each (about 45 ns
-  on the machine measured, five per trivial case); ``Watch.start_case()``
-  repeats ``start()``'s four writes rather than calling it, and the scope's
-  ``close_soon`` and ``close`` are its methods themselves, not wrappers. The
-  execution sets a lane's own ``deadline`` and resets its ``fired`` and
-  ``timed`` as attributes, which would be two calls more per case. Figure:
-  ``default deadlines``, per case.
+- Stages arm and disarm through the watch's methods: a call each, about 50 ns
+  more than writing the fields to arm and 40 ns more to disarm on the machine
+  measured, three arms and two disarms per trivial case (``benchmarks/compare.py``
+  against the tree that wrote them: 0.16 to 0.29 µs per case under default
+  deadlines). ``Watch.start_case()`` repeats ``start()``'s four writes rather
+  than calling it, and the scope's ``close_soon`` and ``close`` are its methods
+  themselves, not wrappers. The execution sets a lane's own ``deadline`` and
+  resets its ``fired`` and ``timed`` as attributes, which would be two calls
+  more per case. Figure: ``default deadlines``, per case.
 - Closing a scope that awaits nothing (sync cleanups, no background work)
   returns its failures at once, not a coroutine (``close_soon``). Figure:
   ``run_contract`` per case, either column.
