@@ -393,6 +393,9 @@ class TestInTheLoopsCode:
                 watch.frame = sys._getframe()
                 watch.interrupt = interrupt
                 watch.start("case", time.perf_counter() + 0.1)
+                # A window to try again in that no loaded machine's poll misses:
+                # the watchdog reports the stage a grace after it first fired.
+                watch.grace = 60.0
                 print("again" if again.wait(30) else "once")
                 watch.stop()
             print(len(set(fired)), "stage")
