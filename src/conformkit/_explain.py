@@ -97,6 +97,9 @@ def describe_exception(error: BaseException) -> dict[str, str]:
     prefixed by its module unless it is a builtin; ``message``, ``str(error)``; and
     ``traceback``, the formatted traceback with its chained exceptions and notes,
     whether or not its frames were released (:func:`release_frames`).
+
+    The report format fixes how ``type`` names a type, ``__main__.Name`` included;
+    a traceback, and so :func:`error_line`, says ``Name`` for a type of ``__main__``.
     """
     kind = type(error)
     name = (
