@@ -239,8 +239,7 @@ class Contracts(pytest.Collector):
         # modules: rewriting must be registered before the first import.
         names = [target_module(target) for target in self.request.targets]
         if self.request.installed:
-            entry_points = installed_entry_points("--conformkit-installed")
-            names += [entry.module for entry in entry_points]
+            names += [entry.module for entry in installed_entry_points("--conformkit-installed")]
         fresh = sorted({name for name in names if name is not None and name not in sys.modules})
         if fresh:
             pytest.register_assert_rewrite(*fresh)

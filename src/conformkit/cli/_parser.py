@@ -171,7 +171,10 @@ _SHARD: Final = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*")
 
 def parse_shard(text: str) -> Shard:
     """
-    Parse ``--shard K/N``, which the commands read once they have loaded the core.
+    Parse ``--shard K/N`` into the core's :class:`Shard`.
+
+    The commands call it, not argparse: it loads the core, which ``--help`` does not,
+    and its error is a usage error of one line.
 
     :raises UsageError: unless ``1 <= K <= N``.
     """
