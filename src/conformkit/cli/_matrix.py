@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast, final
 
+from .._collect import Distribution, Pair, Shard, matches
 from .._exceptions import UsageError
 from .._explain import describe_exception, record_line
 from .._report import CaseResult, CaseStatus, ContractReport, Gate
 from . import _outcome
 from ._baseline import MARKS, BaselineInfo, BaselineMark, StaleEntry
-from ._collect import Distribution, Pair, Shard, matches
 from ._console import clean
 
 FORMAT: Final = "conformkit.report"
