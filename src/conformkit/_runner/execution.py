@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, cast, final
 
 import anyio
 
-from .._explain import describe_error, release_frames
+from .._explain import error_line, release_frames
 from .._feature import API, Unsupported
 from .._report import CaseResult, CaseStatus, ContractReport, case_result
 from .._scope import OWN_TASKS, FeatureScope, OwnTasks, close_soon
@@ -282,7 +282,7 @@ class Execution(Generic[API]):
         cancelled = anyio.get_cancelled_exc_class()
         for error in errors:
             if error is not None and error is not interrupt and not isinstance(error, cancelled):
-                interrupt.add_note(f"case {case_id!r}: {describe_error(error)}")
+                interrupt.add_note(f"case {case_id!r}: {error_line(error)}")
 
     def _unsupported(self, index: int, case_id: str) -> None:
         reason = cast("Unsupported", self.plan.coverage[case_id]).reason

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from .._exceptions import FeatureUnavailable
-from .._explain import describe_error, release_frames
+from .._explain import error_line, release_frames
 from .._report import CaseResult, CaseStatus
 from .._watchdog import format_frames
 
@@ -99,13 +99,13 @@ def failed_result(
 ) -> CaseResult:
     """The result of a case that ended in an error or a failed cleanup."""
     if error is None:
-        first = describe_error(cleanup_errors[0])
+        first = error_line(cleanup_errors[0])
         more = f" (and {len(cleanup_errors) - 1} more)" if len(cleanup_errors) > 1 else ""
         reason = f"case {case_id!r} failed in cleanup: {first}{more}"
         return CaseResult(case_id, CaseStatus.FAILED, reason, None, cleanup_errors, duration)
     trim_traceback(error)
     where = " in create()" if stage == "create" else ""
-    reason = f"{describe_error(error)}{_location(error)}"
+    reason = f"{error_line(error)}{_location(error)}"
     if isinstance(error, anyio.get_cancelled_exc_class()):
         reason = (
             f"{type(error).__name__} raised with no cancellation under way, a stray or "
