@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import anyio
 
 import conformkit as ck
+from conformkit._options import RunOptions
 from conformkit._runner import Execution, RunPlan
 from conformkit._scope import FeatureScope
 from conformkit._shape import CLEAN, CreateCheck
@@ -106,7 +107,7 @@ async def per_case(
     checked: bool = True,
     check_isolation: bool = False,
 ) -> float:
-    plan = RunPlan(implementation, suite, None, check_isolation=check_isolation)
+    plan = RunPlan(implementation, suite, RunOptions(timeout=None, check_isolation=check_isolation))
     if not checked:
         plan.check = NoCheck()  # type: ignore[assignment]
     started = time.perf_counter()

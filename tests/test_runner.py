@@ -1642,10 +1642,11 @@ class TestStrayCancellation:
     @pytest.mark.anyio
     async def test_a_report_missing_a_planned_case_is_never_returned(self) -> None:
         """The invariant check: an execution that lost a result raises instead of reporting."""
+        from conformkit._options import RunOptions
         from conformkit._runner import Execution, RunPlan
 
         r = rig({"one": passing("one"), "two": passing("two")})
-        plan = RunPlan(r.implementation, r.suite, None)
+        plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=None))
         execution = Execution(plan, plan.case_ids)
         await execution.run(1)
         execution.results[1] = None
@@ -1657,6 +1658,7 @@ class TestStrayCancellation:
         """Ctrl-C (Execution.stop, which the run's SIGINT handler calls) in a run of one case
         under a deadline: the case is cancelled and cleaned up, never judged as overrunning
         its deadline, and KeyboardInterrupt propagates."""
+        from conformkit._options import RunOptions
         from conformkit._runner import Execution, RunPlan
 
         async def stopped(api: Probe) -> None:
@@ -1664,7 +1666,7 @@ class TestStrayCancellation:
             await anyio.sleep_forever()
 
         r = rig({"stopped": stopped})
-        plan = RunPlan(r.implementation, r.suite, 600.0)
+        plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=600.0))
         execution = Execution(plan, plan.case_ids)
         with pytest.raises(KeyboardInterrupt):
             await execution.run(1)
@@ -1941,10 +1943,11 @@ class TestSignals:
             log.append("went on after Ctrl-C")
             await anyio.sleep_forever()
 
+        from conformkit._options import RunOptions
         from conformkit._runner import Execution, RunPlan
 
         r = rig({"blocks": blocks, "presses": presses})
-        plan = RunPlan(r.implementation, r.suite, SHORT)
+        plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=SHORT))
         execution = Execution(plan, plan.case_ids)
         with pytest.raises(KeyboardInterrupt), anyio.fail_after(20):
             await execution.run(1)

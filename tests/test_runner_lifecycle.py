@@ -846,6 +846,7 @@ class TestStuckStages:
         far, the stuck case failed with where it was stuck, the cases not reached
         left out.
         """
+        from conformkit._options import RunOptions
         from conformkit._runner import Execution, RunPlan
 
         reports: list[ck.ContractReport] = []
@@ -864,7 +865,7 @@ class TestStuckStages:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 
         r = rig({"first": passing("first"), "held": held, "never": passing("never")})
-        plan = RunPlan(r.implementation, r.suite, SHORT)
+        plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=SHORT))
         execution = Execution(plan, plan.case_ids)
         set_stuck_hook(hook)
         try:
@@ -959,10 +960,11 @@ class TestLostResults:
 
     @pytest.mark.anyio
     async def test_every_lost_case_is_named(self) -> None:
+        from conformkit._options import RunOptions
         from conformkit._runner import Execution, RunPlan
 
         r = rig({"one": passing("one"), "two": passing("two"), "three": passing("three")})
-        plan = RunPlan(r.implementation, r.suite, None)
+        plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=None))
         execution = Execution(plan, plan.case_ids)
         await execution.run(1)
         execution.results[0] = execution.results[2] = None  # as a bug in conformkit would

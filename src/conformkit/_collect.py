@@ -17,17 +17,15 @@ import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypedDict, final
-
-from typing_extensions import Unpack
+from typing import TYPE_CHECKING, Any, Final, final
 
 from ._exceptions import UsageError
 from ._explain import error_line
 from ._feature import Coverage, Feature, suggest
 from ._implementation import FeatureImplementation
 from ._importing import ImportByNameError, import_module_named
+from ._options import RunOptions
 from ._runner import RunPlan
-from ._scope import DEFAULT_TIMEOUT
 from ._suite import ContractSuite
 
 if TYPE_CHECKING:
@@ -37,7 +35,6 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Distribution",
     "Pair",
-    "PlanOptions",
     "Shard",
     "collect",
     "collect_modules",
@@ -48,6 +45,8 @@ __all__ = [
     "target_file",
     "target_module",
 ]
+
+_DEFAULT_OPTIONS: Final = RunOptions()
 
 ENTRY_POINT_GROUP: Final = "conformkit.contracts"
 """The entry-point group in which installed distributions publish their contracts."""
@@ -100,25 +99,16 @@ class Pair:
         return self.plan.coverage
 
 
-class PlanOptions(TypedDict, total=False):
-    """The options of ``run_contract`` that the command line sets for every pair it runs."""
-
-    timeout: float | None
-    reject_vacuous: bool
-    probe_unsupported: bool
-    check_isolation: bool
-
-
 def collect(
     targets: Sequence[str],
     *,
     installed: bool = False,
-    **options: Unpack[PlanOptions],
+    options: RunOptions = _DEFAULT_OPTIONS,
 ) -> list[Pair]:
     """
     Collect the suites and implementations that targets and entry points hold, and pair them.
 
-    ``options`` are those of ``run_contract``, for every pair.
+    ``options`` are the run's, for the plan of every pair.
 
     :param targets: ``pkg.contracts``, ``pkg.contracts:name``, ``path/to/file.py`` or
         ``path/to/file.py:name``.
@@ -157,7 +147,7 @@ def collect(
                 collector.contexts.append((context, distribution))
             if not collector.gather(value, where, distribution, explicit=True):
                 raise UsageError(f"{where} holds no contract suite or feature implementation")
-    return collector.pairs(**options)
+    return collector.pairs(options)
 
 
 def installed_entry_points(option: str) -> list[EntryPoint]:
@@ -184,7 +174,8 @@ def installed_entry_points(option: str) -> list[EntryPoint]:
 
 def collect_modules(
     modules: Iterable[types.ModuleType],
-    **options: Unpack[PlanOptions],
+    *,
+    options: RunOptions = _DEFAULT_OPTIONS,
 ) -> list[Pair]:
     """
     Pair the ``suite`` of each module with the module's ``implementations``.
@@ -200,7 +191,7 @@ def collect_modules(
         collector.gather(
             module.implementations, f"{module.__name__}:implementations", None, explicit=True
         )
-    return collector.pairs(**options)
+    return collector.pairs(options)
 
 
 def load_target(target: str) -> tuple[object, str, types.ModuleType]:
@@ -463,7 +454,7 @@ class _Collector:
             found += self.gather(value, where, distribution, explicit=explicit)
         return found
 
-    def pairs(self, **options: Unpack[PlanOptions]) -> list[Pair]:
+    def pairs(self, options: RunOptions) -> list[Pair]:
         """
         Each implementation with the suite of its feature, suites in the order found.
 
@@ -471,7 +462,6 @@ class _Collector:
         feature from the module its target named, or from the module of its class;
         a suite without implementations, the implementations in its target's module.
         """
-        options.setdefault("timeout", DEFAULT_TIMEOUT)
         implementations = self._implementations()
         features: dict[str, tuple[Feature[Any, Any], str]] = {}
 
@@ -519,7 +509,7 @@ class _Collector:
                 by_feature[key] = found_implementations
             names: dict[str, str] = {}
             for implementation, place in by_feature[key]:
-                plan = RunPlan(implementation, suite, **options)
+                plan = RunPlan(implementation, suite, options)
                 if plan.name in names:
                     raise UsageError(
                         f"two implementations of feature {suite.feature.id!r} are named "

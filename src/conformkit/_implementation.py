@@ -50,17 +50,20 @@ DeadlineSource = Literal["guard", "implementation", "run"]
 """Who set a run's deadline: nobody (the default guard), the implementation, or the run."""
 
 
-def run_deadline(timeout: object, implementation: object) -> tuple[float | None, DeadlineSource]:
+def run_deadline(
+    timeout: float | None, implementation: object
+) -> tuple[float | None, DeadlineSource]:
     """
     The deadline of each stage of a run, and who set it: ``timeout`` when it was
     given (``"run"``), else the implementation's ``timeout`` when its class
     declares one (``"implementation"``), else the default guard (``"guard"``),
     whose first deadline is ``GUARD_TIMEOUTS[0]``.
 
-    :raises ContractDefinitionError: if ``timeout`` is malformed.
+    :param timeout: the run's, checked (:class:`~conformkit._options.RunOptions`).
+    :raises ContractDefinitionError: if the implementation's ``timeout`` is malformed.
     """
     if timeout is not DEFAULT_TIMEOUT:
-        return check_timeout(timeout), "run"
+        return timeout, "run"
     declared = getattr(type(implementation), "timeout", DEFAULT_TIMEOUT)
     if declared is not DEFAULT_TIMEOUT:
         return check_timeout(declared), "implementation"

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation
-from ._runner import Backend, ContractCase, check_backend, contract_cases
+from ._options import RunOptions
+from ._runner import Backend, ContractCase, cases_with, check_backend
 from ._suite import ContractSuite
 
 if TYPE_CHECKING:
@@ -65,10 +66,11 @@ def contract_test_case(
         raise ContractDefinitionError(
             f"contract_test_case() needs a class name that is an identifier, got {class_name!r}"
         )
+    options = RunOptions(timeout=timeout)
     methods: dict[str, Any] = {}
     shown: dict[str, str] = {}
     for implementation in implementations:
-        for case in contract_cases(implementation, suite, timeout=timeout):
+        for case in cases_with(implementation, suite, options):
             method = _method_name(case)
             if method in methods:
                 raise ContractDefinitionError(

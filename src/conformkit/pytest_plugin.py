@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from . import ContractCase, ContractSuite, FeatureImplementation
     from ._collect import Pair
+    from ._options import RunOptions
     from ._runner import Backend
     from ._watchdog import Watch
 
@@ -106,7 +107,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @final
 class _Request:
-    """What a run asked for: the targets, the installed entry points, the backends."""
+    """
+    What a run asked for: the targets, the installed entry points, the backends,
+    and the options the contracts run with.
+    """
 
     __slots__ = ("backends", "installed", "targets")
 
@@ -125,6 +129,13 @@ class _Request:
     @property
     def active(self) -> bool:
         return bool(self.targets) or self.installed
+
+    @property
+    def options(self) -> RunOptions:
+        """The run's options: ``conformkit run``'s defaults, which no setting changes yet."""
+        from ._options import RunOptions
+
+        return RunOptions()
 
 
 _REQUEST: Final = pytest.StashKey[_Request]()
@@ -243,9 +254,12 @@ class Contracts(pytest.Collector):
         fresh = sorted({name for name in names if name is not None and name not in sys.modules})
         if fresh:
             pytest.register_assert_rewrite(*fresh)
-        pairs = collect(self.request.targets, installed=self.request.installed)
+        options = self.request.options
+        pairs = collect(self.request.targets, installed=self.request.installed, options=options)
         return [
-            ImplementationContract.from_parent(self, pair=pair, backends=self.request.backends)
+            ImplementationContract.from_parent(
+                self, pair=pair, backends=self.request.backends, options=options
+            )
             for pair in pairs
         ]
 
@@ -259,16 +273,19 @@ class Contracts(pytest.Collector):
 class ImplementationContract(pytest.Collector):
     """One implementation checked against the suite of its feature."""
 
-    def __init__(self, *, pair: Pair, backends: Sequence[Backend], **kwargs: Any) -> None:
+    def __init__(
+        self, *, pair: Pair, backends: Sequence[Backend], options: RunOptions, **kwargs: Any
+    ) -> None:
         nodeid = f"{pair.feature_id}::{pair.name}"
         super().__init__(name=pair.name, nodeid=nodeid, **kwargs)
         self.pair = pair
         self.backends = backends
+        self.options = options
 
     def collect(self) -> list[ContractItem]:
-        from . import contract_cases
+        from ._runner import cases_with
 
-        cases = contract_cases(self.pair.implementation, self.pair.suite)
+        cases = cases_with(self.pair.implementation, self.pair.suite, self.options)
         return [
             ContractItem.from_parent(self, case=case, backend=backend, suite=self.pair.suite)
             for case in cases

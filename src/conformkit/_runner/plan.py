@@ -18,6 +18,7 @@ from .._feature import (
     resolve_coverage,
 )
 from .._implementation import FeatureImplementation, declared_feature, run_deadline
+from .._options import RunOptions
 from .._shape import CreateCheck
 from .._suite import CaseFunction, ContractSuite, FamilyFunction, case_functions, check_complete
 
@@ -85,6 +86,7 @@ class RunPlan(Generic[API]):
         "members",
         "name",
         "operations",
+        "options",
         "plain",
         "probe",
         "record",
@@ -101,35 +103,33 @@ class RunPlan(Generic[API]):
         self,
         implementation: FeatureImplementation[API, Any],
         suite: ContractSuite[API, Any],
-        timeout: object,
+        options: RunOptions,
         *,
-        reject_vacuous: bool = False,
-        probe_unsupported: bool = False,
-        keep_tracebacks: bool = False,
-        check_isolation: bool = False,
         shared: bool = False,
     ) -> None:
         """
+        :param options: the run's options, read here once, into the plan's own fields.
         :param shared: whether executions of the plan may run at once (the
             cases of :func:`contract_cases`), so that the APIs of all their
             live scopes must be known, each run of one lane included.
         """
         planned, self.coverage = check_definitions(implementation, suite)
-        self.record = reject_vacuous
+        self.options = options
+        self.record = options.reject_vacuous
         # Let go of the frames of the exceptions a report keeps, unless asked not to.
-        self.release = not keep_tracebacks
-        self.probe = probe_unsupported
+        self.release = not options.keep_tracebacks
+        self.probe = options.probe_unsupported
         self.operations = None
-        if reject_vacuous:
+        if options.reject_vacuous:
             from .._recording import api_operations  # only a run that records needs it
 
             self.operations = api_operations(declared_api(implementation.feature))
         # What create() returns is checked against the API type, and against the
         # APIs of the run's live scopes; with check_isolation, by a second create().
         self.check = CreateCheck(declared_api(implementation.feature))
-        self.isolation = check_isolation
+        self.isolation = options.check_isolation
         self.shared = shared
-        self.timeout, self.source = run_deadline(timeout, implementation)
+        self.timeout, self.source = run_deadline(options.timeout, implementation)
         # Under the default guard alone, a case whose create or case stage overran
         # is run again under this longer deadline before it is judged.
         self.retry_timeout: float | None = None

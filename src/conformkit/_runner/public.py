@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from typing import Final, Generic, Literal, final
 
 import anyio
@@ -10,6 +10,7 @@ import anyio
 from .._exceptions import ContractFailure, LawViolation
 from .._feature import API, CaseName, Coverage, Unsupported
 from .._implementation import DEFAULT_TIMEOUT, FeatureImplementation
+from .._options import RunOptions
 from .._report import CaseStatus, ContractReport
 from .._suite import ContractSuite
 from .execution import Execution
@@ -21,16 +22,6 @@ _UNSUPPORTED: Final = CaseStatus.UNSUPPORTED
 
 Backend = Literal["asyncio", "trio"]
 _BACKENDS: Final = ("asyncio", "trio")
-
-
-def _check_concurrency(max_concurrency: object) -> int:
-    if (
-        isinstance(max_concurrency, bool)
-        or not isinstance(max_concurrency, int)
-        or (max_concurrency < 1)
-    ):
-        raise ValueError(f"max_concurrency must be an int of at least 1, got {max_concurrency!r}")
-    return max_concurrency
 
 
 async def run_contract(
@@ -91,17 +82,26 @@ async def run_contract(
         when the code under test raises it; the failures seen on the way out are
         in its ``__notes__``. Any other ``BaseException`` fails its case.
     """
-    plan = RunPlan(
-        implementation,
-        suite,
-        timeout,
+    options = RunOptions(
+        timeout=timeout,
+        max_concurrency=max_concurrency,
         reject_vacuous=reject_vacuous,
         probe_unsupported=probe_unsupported,
         keep_tracebacks=keep_tracebacks,
         check_isolation=check_isolation,
     )
+    return await run_with(implementation, suite, options)
+
+
+async def run_with(
+    implementation: FeatureImplementation[API, CaseName],
+    suite: ContractSuite[API, CaseName],
+    options: RunOptions,
+) -> ContractReport:
+    """:func:`run_contract` with its options made, as every entry point makes them."""
+    plan = RunPlan(implementation, suite, options)
     execution = Execution(plan, plan.case_ids)
-    await execution.run(_check_concurrency(max_concurrency))
+    await execution.run(options.max_concurrency)
     return execution.report()
 
 
@@ -139,10 +139,7 @@ def run_contract_sync(
     :param backend: ``"asyncio"`` or ``"trio"`` (which needs the ``trio`` extra).
     """
     backend = check_backend(backend)
-    runner = functools.partial(
-        run_contract,
-        implementation,
-        suite,
+    options = RunOptions(
         timeout=timeout,
         max_concurrency=max_concurrency,
         reject_vacuous=reject_vacuous,
@@ -150,7 +147,7 @@ def run_contract_sync(
         keep_tracebacks=keep_tracebacks,
         check_isolation=check_isolation,
     )
-    return anyio.run(runner, backend=backend)
+    return anyio.run(run_with, implementation, suite, options, backend=backend)
 
 
 @final
@@ -262,17 +259,23 @@ def contract_cases(
         running (``asyncio.gather`` of two ``case.run()``) fails too.
     :raises ContractDefinitionError: as :func:`run_contract` would.
     """
+    options = RunOptions(
+        timeout=timeout, reject_vacuous=reject_vacuous, check_isolation=check_isolation
+    )
+    return cases_with(implementation, suite, options)
+
+
+def cases_with(
+    implementation: FeatureImplementation[API, CaseName],
+    suite: ContractSuite[API, CaseName],
+    options: RunOptions,
+) -> list[ContractCase[API]]:
+    """:func:`contract_cases` with its options made, for every test runner's entry point."""
     # Each case's error is raised at once, to a test runner or a debugger that
     # wants its frames: its traceback stays live.
-    plan = RunPlan(
-        implementation,
-        suite,
-        timeout,
-        reject_vacuous=reject_vacuous,
-        keep_tracebacks=True,
-        check_isolation=check_isolation,
-        shared=True,
-    )
+    if not options.keep_tracebacks:
+        options = dataclasses.replace(options, keep_tracebacks=True)
+    plan = RunPlan(implementation, suite, options, shared=True)
     return [ContractCase(plan, case_id) for case_id in plan.case_ids]
 
 

@@ -18,10 +18,11 @@ from typing import Any, final
 
 import anyio
 
-from .._collect import Pair, PlanOptions, Shard, collect, collect_modules, select
+from .._collect import Pair, Shard, collect, collect_modules, select
 from .._exceptions import ContractDefinitionError, UsageError
 from .._explain import error_line
 from .._feature import Unsupported
+from .._options import RunOptions
 from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
@@ -39,7 +40,7 @@ from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
 from ._parser import parse_shard
 
-__all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
+__all__ = ["Progress", "bundled_modules", "dispatch", "run_options", "run_pairs"]
 
 
 def dispatch(arguments: argparse.Namespace) -> int:
@@ -206,9 +207,11 @@ def _backend(name: str) -> str:
         raise UsageError(str(error)) from error
 
 
-def _plan_options(arguments: argparse.Namespace) -> PlanOptions:
-    return PlanOptions(
+def run_options(arguments: argparse.Namespace) -> RunOptions:
+    """The run's options, of a command's arguments once its gate is settled (``apply_gate``)."""
+    return RunOptions(
         timeout=getattr(arguments, "timeout", DEFAULT_TIMEOUT),
+        max_concurrency=arguments.concurrency,
         reject_vacuous=arguments.reject_vacuous,
         probe_unsupported=arguments.probe_unsupported,
         check_isolation=arguments.check_isolation,
@@ -224,12 +227,15 @@ def _execute(
     pairs: list[Pair],
     selections: list[tuple[str, ...]],
     *,
+    options: RunOptions,
     targets: Sequence[str],
     shard: Shard | None = None,
     on_stuck: Callable[[Matrix], None] | None = None,
 ) -> tuple[Matrix, RunStopped | None]:
     """
     Run the selected cases of the pairs and gather what happened.
+
+    :param options: the run's, which the pairs' plans were made with.
 
     :param on_stuck: writes what was judged when a stage is stuck beyond what can
         be interrupted; the process then exits with status 2 (after Ctrl-C, 130;
@@ -254,7 +260,7 @@ def _execute(
         run_pairs,
         pairs,
         selections,
-        max_concurrency=arguments.concurrency,
+        max_concurrency=options.max_concurrency,
         show_progress=None if line is None else line.show,
         progress=progress,
     )
@@ -272,8 +278,8 @@ def _execute(
             stopped=stopped,
             reject_stale=arguments.reject_stale,
             require_exercised=arguments.require_exercised,
-            reject_vacuous=arguments.reject_vacuous,
-            probe_unsupported=arguments.probe_unsupported,
+            reject_vacuous=options.reject_vacuous,
+            probe_unsupported=options.probe_unsupported,
         )
 
     def stuck(watch: Watch) -> None:
@@ -408,16 +414,14 @@ def _run_command(arguments: argparse.Namespace) -> int:
     reads += [("target", path) for path in map(target_file, arguments.targets) if path]
     try:
         outputs.prepare(*extra, reads=reads)
-        pairs = collect(
-            arguments.targets,
-            installed=arguments.installed,
-            **_plan_options(arguments),
-        )
+        options = run_options(arguments)
+        pairs = collect(arguments.targets, installed=arguments.installed, options=options)
         selections = select(pairs, arguments.select, shard)
         matrix, stop = _execute(
             arguments,
             pairs,
             selections,
+            options=options,
             targets=arguments.targets,
             shard=shard,
             on_stuck=outputs.write,
@@ -494,16 +498,15 @@ def _demo_command(arguments: argparse.Namespace) -> int:
     try:
         outputs.prepare()
         modules = _installed_bundled_modules()
-        pairs = collect_modules(
-            modules,
-            **_plan_options(arguments),
-        )
+        options = run_options(arguments)
+        pairs = collect_modules(modules, options=options)
         selections = [pair.case_ids for pair in pairs]
         names = [module.__name__ for module in modules]
         matrix, stop = _execute(
             arguments,
             pairs,
             selections,
+            options=options,
             targets=names,
             on_stuck=functools.partial(outputs.write, matrix_view=True),
         )
