@@ -112,7 +112,7 @@ async def per_case(
         plan.check = NoCheck()  # type: ignore[assignment]
     started = time.perf_counter()
     execution = Execution(plan, plan.case_ids)
-    await execution.run(1)
+    await execution.run()
     elapsed = time.perf_counter() - started
     report = execution.report()
     assert all(result.status is ck.CaseStatus.PASSED for result in report.results)

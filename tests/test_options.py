@@ -17,6 +17,7 @@ import conformkit as ck
 from conformkit import pytest_plugin
 from conformkit._collect import collect_modules
 from conformkit._options import RunOptions
+from conformkit._report import Gate
 from conformkit._testing import contract_test_case
 from conformkit.cli._commands import run_options
 from conformkit.cli._parser import build_parser
@@ -57,6 +58,16 @@ class TestEntryPoints:
         defaults = RunOptions()
         for name, parameter in parameters.items():
             assert parameter.default is getattr(defaults, name), name
+
+    def test_the_gate_takes_the_fields_of_its_own_value(self) -> None:
+        """assert_contract()'s keywords are Gate's fields, the gate's one value, defaults alike."""
+        parameters = options_of(ck.assert_contract)
+        del parameters["report"]
+        gate = Gate()
+        assert set(parameters) == {field.name for field in dataclasses.fields(Gate)}
+        for name, parameter in parameters.items():
+            assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+            assert parameter.default is getattr(gate, name), name
 
     def test_the_default_timeout_is_the_default_by_identity(self) -> None:
         """No timeout= keeps DEFAULT_TIMEOUT itself, so that an implementation's own applies."""

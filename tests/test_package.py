@@ -19,6 +19,8 @@ MEANT_FOR_THE_CLI = {
     "conformkit._runner": {"RunPlan", "Execution", "check_backend", "set_ctrl_c_hook"},
     # Collection serves the command line and the pytest plugin alike.
     "conformkit._collect": set(_collect.__all__),
+    # The run's options, which the command line makes of its arguments.
+    "conformkit._options": {"RunOptions"},
     "conformkit._report": {"Gate"},
     # An exception as text: its one-line reason and its full record, spelled one way.
     "conformkit._explain": {"describe_exception", "error_line", "record_line"},
@@ -145,7 +147,8 @@ class TestCommandLineBoundary:
         """The plugin reaches the core as the command line does, collection included."""
         meant = {
             **MEANT_FOR_THE_CLI,
-            "conformkit._runner": {"Backend", "check_backend"},
+            # `cases_with`: contract_cases() with the run's options made, as the plugin makes them.
+            "conformkit._runner": {"Backend", "cases_with", "check_backend"},
             "conformkit._testing": {"run_case"},
             # As the command line does, and shows the stack past pytest's capture.
             "conformkit._watchdog": {

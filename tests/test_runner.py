@@ -1648,7 +1648,7 @@ class TestStrayCancellation:
         r = rig({"one": passing("one"), "two": passing("two")})
         plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=None))
         execution = Execution(plan, plan.case_ids)
-        await execution.run(1)
+        await execution.run()
         execution.results[1] = None
         with pytest.raises(RuntimeError, match="lost the result of case\\(s\\) 'two'"):
             execution.report()
@@ -1669,7 +1669,7 @@ class TestStrayCancellation:
         plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=600.0))
         execution = Execution(plan, plan.case_ids)
         with pytest.raises(KeyboardInterrupt):
-            await execution.run(1)
+            await execution.run()
         assert execution.finished() == []
         assert r.log == ["create 0", "cleanup 0"]
 
@@ -1950,7 +1950,7 @@ class TestSignals:
         plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=SHORT))
         execution = Execution(plan, plan.case_ids)
         with pytest.raises(KeyboardInterrupt), anyio.fail_after(20):
-            await execution.run(1)
+            await execution.run()
         assert log == ["went on after Ctrl-C"]
         [blocked] = execution.finished()  # what the run had judged as it stopped
         assert blocked.status is FAILED

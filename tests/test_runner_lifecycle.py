@@ -869,7 +869,7 @@ class TestStuckStages:
         execution = Execution(plan, plan.case_ids)
         set_stuck_hook(hook)
         try:
-            await execution.run(1)
+            await execution.run()
         finally:
             set_stuck_hook(None)
         [report] = reports
@@ -966,7 +966,7 @@ class TestLostResults:
         r = rig({"one": passing("one"), "two": passing("two"), "three": passing("three")})
         plan = RunPlan(r.implementation, r.suite, RunOptions(timeout=None))
         execution = Execution(plan, plan.case_ids)
-        await execution.run(1)
+        await execution.run()
         execution.results[0] = execution.results[2] = None  # as a bug in conformkit would
         with pytest.raises(RuntimeError) as excinfo:
             execution.report()

@@ -156,7 +156,8 @@ class Execution(Generic[API]):
                 results.append(CaseResult(case_id, CaseStatus.FAILED, str(error), error))
         return ContractReport(plan.feature_id, plan.name, tuple(results), tuple(self.late_errors()))
 
-    async def run(self, max_concurrency: int) -> None:
+    async def run(self) -> None:
+        """Run the cases, as many at once as the plan's ``max_concurrency`` allows."""
         plan = self.plan
         case_ids = self.case_ids
         coverage = plan.coverage
@@ -178,7 +179,8 @@ class Execution(Generic[API]):
         watched = len(case_ids) > 1
         if watched:
             lanes = [
-                Lane(timeout, watched=True) for _ in range(min(max_concurrency, len(case_ids)))
+                Lane(timeout, watched=True)
+                for _ in range(min(plan.options.max_concurrency, len(case_ids)))
             ]
             self.shared |= len(lanes) > 1
         else:

@@ -101,7 +101,7 @@ async def run_with(
     """:func:`run_contract` with its options made, as every entry point makes them."""
     plan = RunPlan(implementation, suite, options)
     execution = Execution(plan, plan.case_ids)
-    await execution.run(options.max_concurrency)
+    await execution.run()
     return execution.report()
 
 
@@ -200,7 +200,7 @@ class ContractCase(Generic[API]):
 
             raise CaseUnsupported(f"{self.implementation}: {self.coverage.reason}")
         execution = Execution(self._plan, (self.id,))
-        await execution.run(1)
+        await execution.run()
         result = execution.results[0]
         if result is None:
             execution.report()  # raises, saying the result was lost

@@ -157,7 +157,6 @@ async def run_pairs(
     pairs: Sequence[Pair],
     selections: Sequence[tuple[str, ...]],
     *,
-    max_concurrency: int = 1,
     show_progress: Callable[[Progress], None] | None = None,
     interval: float = 0.1,
     progress: Progress | None = None,
@@ -179,7 +178,7 @@ async def run_pairs(
             progress.running = index
             progress.execution, progress.label = execution, f"{pair.feature_id} × {pair.name}"
             if case_ids:
-                await execution.run(max_concurrency)
+                await execution.run()
             entries.append(Entry.of(pair, execution.report()))
             progress.execution = None
             progress.done += len(case_ids)
@@ -260,7 +259,6 @@ def _execute(
         run_pairs,
         pairs,
         selections,
-        max_concurrency=options.max_concurrency,
         show_progress=None if line is None else line.show,
         progress=progress,
     )
