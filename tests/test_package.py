@@ -147,8 +147,8 @@ class TestCommandLineBoundary:
         """The plugin reaches the core as the command line does, collection included."""
         meant = {
             **MEANT_FOR_THE_CLI,
-            # `cases_with`: contract_cases() with the run's options made, as the plugin makes them.
-            "conformkit._runner": {"Backend", "cases_with", "check_backend"},
+            # `make_cases`: contract_cases() with the run's options made, as the plugin makes them.
+            "conformkit._runner": {"Backend", "make_cases", "check_backend"},
             "conformkit._testing": {"run_case"},
             # As the command line does, and shows the stack past pytest's capture.
             "conformkit._watchdog": {

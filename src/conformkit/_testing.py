@@ -15,7 +15,7 @@ from ._exceptions import ContractDefinitionError
 from ._feature import API, CaseName
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation
 from ._options import RunOptions
-from ._runner import Backend, ContractCase, cases_with, check_backend
+from ._runner import Backend, ContractCase, check_backend, make_cases
 from ._suite import ContractSuite
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def contract_test_case(
     methods: dict[str, Any] = {}
     shown: dict[str, str] = {}
     for implementation in implementations:
-        for case in cases_with(implementation, suite, options):
+        for case in make_cases(implementation, suite, options):
             method = _method_name(case)
             if method in methods:
                 raise ContractDefinitionError(

@@ -254,12 +254,11 @@ class Contracts(pytest.Collector):
         fresh = sorted({name for name in names if name is not None and name not in sys.modules})
         if fresh:
             pytest.register_assert_rewrite(*fresh)
-        options = self.request.options
-        pairs = collect(self.request.targets, installed=self.request.installed, options=options)
+        pairs = collect(
+            self.request.targets, installed=self.request.installed, options=self.request.options
+        )
         return [
-            ImplementationContract.from_parent(
-                self, pair=pair, backends=self.request.backends, options=options
-            )
+            ImplementationContract.from_parent(self, pair=pair, backends=self.request.backends)
             for pair in pairs
         ]
 
@@ -273,19 +272,17 @@ class Contracts(pytest.Collector):
 class ImplementationContract(pytest.Collector):
     """One implementation checked against the suite of its feature."""
 
-    def __init__(
-        self, *, pair: Pair, backends: Sequence[Backend], options: RunOptions, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, pair: Pair, backends: Sequence[Backend], **kwargs: Any) -> None:
         nodeid = f"{pair.feature_id}::{pair.name}"
         super().__init__(name=pair.name, nodeid=nodeid, **kwargs)
         self.pair = pair
         self.backends = backends
-        self.options = options
 
     def collect(self) -> list[ContractItem]:
-        from ._runner import cases_with
+        from ._runner import make_cases
 
-        cases = cases_with(self.pair.implementation, self.pair.suite, self.options)
+        # The options the pair was collected with, whole.
+        cases = make_cases(self.pair.implementation, self.pair.suite, self.pair.plan.options)
         return [
             ContractItem.from_parent(self, case=case, backend=backend, suite=self.pair.suite)
             for case in cases

@@ -6,7 +6,7 @@ The package, by job:
 - ``public``: ``run_contract``, ``run_contract_sync``, ``contract_cases`` and
   ``ContractCase``, what users call; each makes the run's options, one
   :class:`~conformkit._options.RunOptions`, of its keywords and passes it whole
-  (``run_with``, ``cases_with``), as the command line and the plugin do;
+  (``run_with``, ``make_cases``), as the command line and the plugin do;
 - ``plan``: the implementation and the suite checked against each other,
   before anything runs (:class:`RunPlan`);
 - ``execution``: one run of a plan (:class:`Execution`): its lanes take the
@@ -81,9 +81,9 @@ from .interrupts import set_ctrl_c_hook as set_ctrl_c_hook
 from .plan import RunPlan as RunPlan
 from .public import Backend as Backend
 from .public import ContractCase as ContractCase
-from .public import cases_with as cases_with
 from .public import check_backend as check_backend
 from .public import contract_cases as contract_cases
+from .public import make_cases as make_cases
 from .public import run_contract as run_contract
 from .public import run_contract_sync as run_contract_sync
 from .public import run_with as run_with

@@ -262,10 +262,10 @@ def contract_cases(
     options = RunOptions(
         timeout=timeout, reject_vacuous=reject_vacuous, check_isolation=check_isolation
     )
-    return cases_with(implementation, suite, options)
+    return make_cases(implementation, suite, options)
 
 
-def cases_with(
+def make_cases(
     implementation: FeatureImplementation[API, CaseName],
     suite: ContractSuite[API, CaseName],
     options: RunOptions,
