@@ -178,6 +178,7 @@ class Watch(Guard):
         "feature_id",
         "forced",
         "frame",
+        "held",
         "interrupt",
         "lock",
         "missed",
@@ -210,6 +211,9 @@ class Watch(Guard):
         # The stuck_at of a stage whose interruption found the thread in the event
         # loop's own code, and was held back: the watchdog tries again.
         self.missed: float | None = None
+        # The stuck_at of a stage held back at least once: its next cancellation
+        # is StageStuck at once, where the loop delivers it safely.
+        self.held: float | None = None
         self.frame: FrameType | None = None
         self.coroutine: object = None
         self.driver: object = None
@@ -333,13 +337,16 @@ class Watch(Guard):
                 # check, which may be in the loop's code all the same: a race that a
                 # signal, on the main thread, does not have (see interrupt_at()).
                 self.pending = False
-                self.missed = stage
+                self.hold_back(stage)
             else:
                 _set_async_exc(self.thread_id, StageStuck)
 
     def hold_back(self, stage: float) -> None:
-        """The interruption of ``stage`` found the event loop's own code running: try again."""
-        self.missed = stage
+        """
+        The interruption of ``stage`` found the event loop's own code running: try
+        again, and make the next cancellation the stage gets :class:`StageStuck`.
+        """
+        self.missed = self.held = stage
 
     def retry_missed(self, stage: float) -> bool:
         """Whether the interruption of ``stage`` was held back, to try again now."""
@@ -363,6 +370,8 @@ class Watch(Guard):
         """
         if self.stuck_at is None or self.stage == "cleanup":
             return exc
+        if self.held == self.stuck_at and isinstance(exc, anyio.get_cancelled_exc_class()):
+            return self.stuck()  # held back in the loop's code: here is a safe place
         if self.forced and isinstance(exc, anyio.get_cancelled_exc_class()):
             self.forced = False
             _uncancel()
