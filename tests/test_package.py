@@ -169,6 +169,64 @@ class TestCommandLineBoundary:
         assert ("conformkit.profiles", "BUNDLED") in names
 
 
+def _cli_imports(module: str, *, typing: bool) -> list[tuple[str, int]]:
+    """
+    (module, line) for each module of conformkit.cli that ``module`` imports: at
+    module level or inside a function, and with ``typing`` under TYPE_CHECKING too.
+    """
+    path = CLI / f"{module.rsplit('.', 1)[1]}.py"
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for branch in (child.body if typing else []) + child.orelse:
+                    visit_statement(branch)
+            else:
+                visit_statement(child)
+
+    def visit_statement(node: ast.AST) -> None:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:  # `from ._outcome import said`
+                found.append((f"conformkit.cli.{node.module}", node.lineno))
+            else:  # `from . import _outcome`
+                found.extend((f"conformkit.cli.{alias.name}", node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("conformkit.cli"):
+            found.append((node.module or "", node.lineno))
+        elif isinstance(node, ast.Import):
+            found.extend(
+                (alias.name, node.lineno)
+                for alias in node.names
+                if alias.name.startswith("conformkit.cli.")
+            )
+        visit(node)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    return found
+
+
+class TestCommandLineImports:
+    def test_the_command_line_has_no_import_cycle_at_run_time(self) -> None:
+        """No module of conformkit.cli imports, even inside a function, one that imports it back."""
+        modules = [f"conformkit.cli.{path.stem}" for path in sorted(CLI.glob("_*.py"))]
+        imports = {
+            module: {imported for imported, _ in _cli_imports(module, typing=False)}
+            for module in modules
+        }
+
+        def reached(start: str) -> set[str]:
+            seen: set[str] = set()
+            stack = [start]
+            while stack:
+                for imported in imports.get(stack.pop(), ()):
+                    if imported not in seen:
+                        seen.add(imported)
+                        stack.append(imported)
+            return seen
+
+        assert sorted(module for module in modules if module in reached(module)) == []
+
+
 class TestFinal:
     def test_public_classes_are_final(self) -> None:
         """Every public class is @final, but the base of implementations and the exceptions."""

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import conformkit as ck
 from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
-from conformkit.cli._console import printable
+from conformkit.cli._characters import printable
 from conformkit.cli._html import render_html
 from conformkit.cli._junit import render_junit, xml_attribute, xml_text
 from conformkit.cli._markdown import markdown_text, render_markdown

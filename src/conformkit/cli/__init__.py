@@ -11,10 +11,11 @@ in ``pyproject.toml``), ``_commands`` (each command, and the runner of
 many pairs), ``_collect`` (targets into pairs of implementation and suite),
 ``_matrix`` (the report of a run, its JSON form and the merge of shards),
 ``_baseline`` (known failures), ``_outcome`` (what the report says of each
-case, worded once), ``_console`` (what goes where, files written whole or not
-at all), ``_interrupt`` (SIGTERM taken as Ctrl-C, and a stop that always
-ends) and one module per
-format: ``_text``, ``_json``, ``_junit``, ``_markdown``, ``_html``, chosen in
+case, worded once), ``_outputs`` (the formats a command writes and where, files
+written whole or not at all), ``_console`` (the console, whatever its encoding,
+and the progress line), ``_characters`` (text that consoles and files can
+hold), ``_interrupt`` (SIGTERM taken as Ctrl-C, and a stop that always ends)
+and one module per format: ``_text``, ``_json``, ``_junit``, ``_markdown``, ``_html``, chosen in
 ``_formats``.
 """
 

@@ -13,7 +13,7 @@ from .._exceptions import UsageError
 from .._feature import suggest
 from .._report import CaseStatus
 from .._util import one_line
-from ._console import clean
+from ._characters import clean
 from ._outcome import case_outcome, said
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
 from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
+from ._characters import printable
 from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
-from ._console import Outputs, ProgressLine, Streams, printable, write
+from ._console import ProgressLine, Streams, write
 from ._interrupt import (
     DEFAULT_STOP_TIMEOUT,
     INTERRUPTED,
@@ -37,6 +38,7 @@ from ._interrupt import (
 )
 from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
+from ._outputs import Outputs
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
 
@@ -254,7 +256,9 @@ def _execute(
         pairs,
         selections,
         max_concurrency=arguments.concurrency,
-        show_progress=None if line is None else line.show,
+        show_progress=None
+        if line is None
+        else lambda progress: line.show(progress.finished(), progress.total, progress.label),
         progress=progress,
     )
 

@@ -10,7 +10,7 @@ import re
 from typing import Final
 
 from .._report import Gate
-from ._console import printable
+from ._characters import printable
 from ._matrix import NOT_RUN, SYMBOLS, CaseRecord, FeatureGrid, Matrix, feature_grids, legend
 from ._outcome import (
     Outcome,

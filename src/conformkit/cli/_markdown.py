@@ -9,7 +9,7 @@ import re
 from typing import Final
 
 from .._util import one_line
-from ._console import printable
+from ._characters import printable
 from ._matrix import NOT_RUN, SYMBOLS, Matrix, feature_grids, legend
 from ._outcome import (
     Outcome,

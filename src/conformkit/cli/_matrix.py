@@ -14,8 +14,8 @@ from .._exceptions import UsageError
 from .._report import CaseResult, CaseStatus, ContractReport, Gate, describe_exception
 from . import _outcome
 from ._baseline import MARKS, BaselineInfo, BaselineMark, StaleEntry
+from ._characters import clean
 from ._collect import Distribution, Pair, Shard, matches
-from ._console import clean
 
 FORMAT: Final = "conformkit.report"
 """The ``format`` of a JSON report."""

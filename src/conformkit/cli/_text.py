@@ -7,7 +7,7 @@ from typing import Final
 
 from .._report import CaseStatus
 from .._util import one_line
-from ._console import printable
+from ._characters import printable
 from ._matrix import NOT_RUN, SYMBOLS, CaseRecord, Matrix, feature_grids, legend
 from ._outcome import (
     Outcome,
