@@ -11,11 +11,19 @@ from hypothesis import strategies as st
 import conformkit as ck
 from conformkit._report import Gate
 from conformkit._util import one_line
-from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
 from conformkit.cli._html import render_html
 from conformkit.cli._junit import render_junit
 from conformkit.cli._markdown import markdown_text, render_markdown
-from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo
+from conformkit.cli._matrix import (
+    BaselineInfo,
+    BaselineMark,
+    CaseRecord,
+    Entry,
+    ErrorRecord,
+    Matrix,
+    RunInfo,
+    StaleEntry,
+)
 from conformkit.cli._outcome import (
     Outcome,
     Severity,

@@ -36,8 +36,9 @@ from ._interrupt import (
     terminating,
     termination,
 )
-from ._json import dumps
-from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
+from ._json import dumps, from_json
+from ._matrix import Entry, Matrix, RunInfo, now, run_information
+from ._merge import merge
 from ._outputs import Outputs
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]

@@ -10,7 +10,8 @@ from typing import Final
 
 from .._util import one_line
 from ._characters import printable
-from ._matrix import NOT_RUN, SYMBOLS, Matrix, feature_grids, legend
+from ._grid import NOT_RUN, SYMBOLS, feature_grids, legend
+from ._matrix import Matrix
 from ._outcome import (
     Outcome,
     Severity,
