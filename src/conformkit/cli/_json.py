@@ -1,6 +1,6 @@
 """
 The JSON output: the versioned report of docs/report-format.md, written and read
-back, and the JSON writer.
+back, and the encoder that writes it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def render_json(matrix: Matrix) -> str:
     return dumps(to_json(matrix)) + "\n"
 
 
-# -- the report as JSON data ----------------------------------------------------------
+# -- the report as JSON data -----------------------------------------------------------
 
 
 def to_json(matrix: Matrix) -> dict[str, Any]:
@@ -402,7 +402,7 @@ def from_json(data: object, source: str) -> Matrix:
     return Matrix(run, entries, None if baseline is None else reader.baseline(baseline))
 
 
-# -- the encoder ----------------------------------------------------------------------
+# -- the encoder -----------------------------------------------------------------------
 
 
 def dumps(value: object) -> str:

@@ -37,11 +37,6 @@ class Severity(enum.Enum):
     ERROR = "error"
     """Fails the gate without a verdict on the case: unavailable, or a cleanup error."""
 
-    @property
-    def offends(self) -> bool:
-        """Whether the outcome fails the gate."""
-        return self is Severity.FAILED or self is Severity.ERROR
-
 
 @final
 @dataclass(frozen=True, slots=True)
