@@ -280,8 +280,8 @@ def async_cleanup_blocks_without_a_checkpoint(trace: Trace, backend: Backend) ->
 def sync_cleanups_that_block_within_their_deadline_pass(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         if case_id == "first":
-            trace.defer(scope, "first.held", blocking(TINY / 2))
-            trace.defer(scope, "first.held again", blocking(TINY / 2))
+            trace.defer(scope, "first.held", blocking(TINY / 20))
+            trace.defer(scope, "first.held again", blocking(TINY / 20))
 
     return run(backend, *contract(trace, {"first": passes, "second": passes}, create=create))
 
@@ -298,7 +298,10 @@ def sync_cleanup_blocks_past_its_deadline(trace: Trace, backend: Backend) -> Out
 @fault(("passed", "failed", "passed"), says=[BLOCKED])
 def a_blocking_case_among_concurrent_ones(trace: Trace, backend: Backend) -> Outcome:
     async def held(api: Trace) -> None:
-        await anyio.sleep(TINY / 2)  # the other cases end meanwhile
+        # The other cases end first, cleanups and all: not a fixed sleep, which a
+        # loaded machine may not wake from before the deadline.
+        while not {"ran one.0", "ran two.0"} <= set(api.events):
+            await anyio.lowlevel.checkpoint()
         time.sleep(3 * TINY)  # noqa: ASYNC251 - the fault under test
 
     cases: dict[str, Case] = {"one": passes, "held": held, "two": passes}
