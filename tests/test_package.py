@@ -102,16 +102,30 @@ class TestPublicNames:
         assert output.stdout.strip() == "[]"
 
 
-def _imported_names(path: Path, package: str = "conformkit.cli") -> list[tuple[str, str, int]]:
-    """(module, name, line) for each name a module of ``package`` imports."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+def _imported_names(
+    path: Path, package: str = "conformkit.cli", *, typing: bool = True
+) -> list[tuple[str, str, int]]:
+    """
+    (module, name, line) for each name a module of ``package`` imports, at module
+    level or inside a function; with ``typing``, under ``if TYPE_CHECKING:`` too.
+    """
+    found: list[tuple[str, str, int]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and not typing and "TYPE_CHECKING" in ast.unparse(node.test):
+            children: list[ast.AST] = list(node.orelse)
+        else:
+            children = list(ast.iter_child_nodes(node))
         if isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
             module = ".".join(part for part in (base, node.module or "") if part)
-            found += [(module, alias.name, node.lineno) for alias in node.names]
+            found.extend((module, alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.Import):
-            found += [(alias.name, "", node.lineno) for alias in node.names]
+            found.extend((alias.name, "", node.lineno) for alias in node.names)
+        for child in children:
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
     return found
 
 
@@ -179,39 +193,15 @@ REPORT_MODEL = {
 
 
 def _cli_imports(module: str, *, typing: bool) -> list[tuple[str, int]]:
-    """
-    (module, line) for each module of conformkit.cli that ``module`` imports: at
-    module level or inside a function, and with ``typing`` under TYPE_CHECKING too.
-    """
+    """(module, line) for each module of conformkit.cli that ``module`` imports."""
+    found = []
     path = CLI / f"{module.rsplit('.', 1)[1]}.py"
-    found: list[tuple[str, int]] = []
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                for branch in (child.body if typing else []) + child.orelse:
-                    visit_statement(branch)
-            else:
-                visit_statement(child)
-
-    def visit_statement(node: ast.AST) -> None:
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:  # `from ._outcome import said`
-                found.append((f"conformkit.cli.{node.module}", node.lineno))
-            else:  # `from . import _outcome`
-                found.extend((f"conformkit.cli.{alias.name}", node.lineno) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("conformkit.cli"):
-            found.append((node.module or "", node.lineno))
-        elif isinstance(node, ast.Import):
-            found.extend(
-                (alias.name, node.lineno)
-                for alias in node.names
-                if alias.name.startswith("conformkit.cli.")
-            )
-        visit(node)
-
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
-    return found
+    for imported, name, line in _imported_names(path, typing=typing):
+        if imported == "conformkit.cli":  # `from . import _outcome`
+            found.append((f"{imported}.{name}", line))
+        elif imported.startswith("conformkit.cli."):
+            found.append((imported, line))
+    return sorted(set(found), key=lambda each: each[1])
 
 
 class TestCommandLineImports:
