@@ -17,11 +17,14 @@ CLI = Path(ck.__file__).parent / "cli"
 MEANT_FOR_THE_CLI = {
     # `set_ctrl_c_hook`: the command line bounds how long a run takes to stop after Ctrl-C.
     "conformkit._runner": {"RunPlan", "Execution", "check_backend", "set_ctrl_c_hook"},
-    "conformkit._report": {"Gate", "Offence", "describe_exception"},
+    "conformkit._report": {"Gate", "Offence"},
+    # An exception as text: its one-line reason and its full record, spelled one way.
+    "conformkit._explain": {"describe_exception", "error_line", "record_line"},
+    "conformkit._importing": {"ImportByNameError", "import_module_named"},
     "conformkit._exceptions": {"UsageError"},
     # `Coverage` is the type of a coverage entry, `suggest` the "did you mean" hint.
     "conformkit._feature": {"Coverage", "suggest"},
-    "conformkit._util": set(_util.__all__) | {"ImportByNameError"},
+    "conformkit._util": set(_util.__all__),
     # The command line stops a run stuck beyond interruption, writing what it judged,
     # and ends without a thread the code under test left running.
     "conformkit._watchdog": {"Watch", "leave_threads_behind", "set_stuck_hook"},

@@ -21,12 +21,13 @@ from typing import Any, Final, TypedDict, final
 from typing_extensions import Unpack
 
 from .._exceptions import UsageError
+from .._explain import error_line
 from .._feature import Coverage, Feature, suggest
 from .._implementation import FeatureImplementation
+from .._importing import ImportByNameError, import_module_named
 from .._runner import RunPlan
 from .._scope import DEFAULT_TIMEOUT
 from .._suite import ContractSuite
-from .._util import ImportByNameError, error_line, import_module_named
 
 ENTRY_POINT_GROUP: Final = "conformkit.contracts"
 """The entry-point group in which installed distributions publish their contracts."""

@@ -19,10 +19,10 @@ from typing import Any, final
 import anyio
 
 from .._exceptions import ContractDefinitionError, UsageError
+from .._explain import error_line
 from .._feature import Unsupported
 from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
-from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._characters import printable
 from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select

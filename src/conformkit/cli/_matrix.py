@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Literal, final
 
-from .._report import CaseResult, CaseStatus, ContractReport, Gate, Offence, describe_exception
+from .._explain import describe_exception, record_line
+from .._report import CaseResult, CaseStatus, ContractReport, Gate, Offence
 from ._characters import clean
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class ErrorRecord:
         )
 
     def __str__(self) -> str:
-        return f"{self.type}: {self.message}" if self.message else self.type
+        return record_line(self.type, self.message)
 
 
 @final
