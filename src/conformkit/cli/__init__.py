@@ -8,7 +8,7 @@ error, which is reported on one line of stderr (``--debug`` adds the traceback),
 Its private modules, in the order a command uses them: ``_parser`` (the
 arguments, and :func:`main`), ``_config`` (the project's ``[tool.conformkit]``
 in ``pyproject.toml``), ``_commands`` (each command, and the runner of
-many pairs), ``_collect`` (targets into pairs of implementation and suite),
+many pairs; the core's ``conformkit._collect`` turns targets into pairs),
 ``_matrix`` (the report of a run: each case's outcome, the baseline's marks and
 the gate's verdict; a leaf, which imports nothing else of the command line but
 ``_characters``), ``_merge`` (the merge of shards' reports), ``_baseline``

@@ -10,14 +10,16 @@ import functools
 import importlib
 import json
 import os
+import re
 import sys
 import traceback
 import types
 from collections.abc import Callable, Sequence
-from typing import Any, final
+from typing import Any, Final, final
 
 import anyio
 
+from .._collect import Pair, PlanOptions, Shard, collect, collect_modules, select
 from .._exceptions import ContractDefinitionError, UsageError
 from .._explain import error_line
 from .._feature import Unsupported
@@ -25,7 +27,6 @@ from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
 from ._characters import printable
-from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
 from ._console import ProgressLine, Streams, write
 from ._interrupt import (
     DEFAULT_STOP_TIMEOUT,
@@ -41,7 +42,7 @@ from ._matrix import Entry, Matrix, RunInfo, now, run_information
 from ._merge import merge
 from ._outputs import Outputs
 
-__all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
+__all__ = ["Progress", "bundled_modules", "dispatch", "parse_shard", "run_pairs"]
 
 
 def dispatch(arguments: argparse.Namespace) -> int:
@@ -199,6 +200,26 @@ async def run_pairs(
         entries = await run()
         task_group.cancel_scope.cancel()
     return entries
+
+
+_SHARD: Final = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*")
+
+
+def parse_shard(text: str) -> Shard:
+    """
+    Parse ``--shard K/N`` into the core's :class:`Shard`.
+
+    The commands call it, not argparse, so that its error is a usage error of one line.
+
+    :raises UsageError: unless ``1 <= K <= N``.
+    """
+    match = _SHARD.fullmatch(text)
+    if match is None:
+        raise UsageError(f"--shard takes K/N, job K of N counting from 1, got {text!r}")
+    index, count = int(match[1]), int(match[2])
+    if count < 1 or not 1 <= index <= count:
+        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {text!r}")
+    return Shard(index, count)
 
 
 def _backend(name: str) -> str:
@@ -390,7 +411,7 @@ def _unless_stopping(write: Callable[[Matrix], None]) -> Callable[[Matrix], None
 
 
 def _run_command(arguments: argparse.Namespace) -> int:
-    from ._collect import target_file
+    from .._collect import target_file
     from ._config import apply_gate, find_settings
 
     if not arguments.targets and not arguments.installed:

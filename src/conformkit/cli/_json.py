@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeVar, cast, final
 
+from .._collect import Distribution, Shard
 from .._exceptions import UsageError
 from .._report import CaseStatus
 from ._characters import clean
-from ._collect import Distribution, Shard
 from ._matrix import (
     ADDED_OPTIONS,
     MARKS,

@@ -17,7 +17,7 @@ from ._characters import clean
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from ._collect import Distribution, Pair, Shard
+    from .._collect import Distribution, Pair, Shard
 
 _PASSED: Final = CaseStatus.PASSED
 

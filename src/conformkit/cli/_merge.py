@@ -10,8 +10,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import final
 
+from .._collect import matches
 from .._exceptions import UsageError
-from ._collect import matches
 from ._matrix import ADDED_OPTIONS, BaselineInfo, CaseRecord, Entry, ErrorRecord, Matrix, RunInfo
 
 __all__ = ["merge"]
