@@ -375,6 +375,18 @@ class TestInTheLoopsCode:
         assert isinstance(stuck, StageStuck)
         assert stuck.how == "it ignored its cancellation"
 
+    def test_nor_in_code_the_loops_code_calls(self) -> None:
+        """Code without a file of the loop's (attrs' generated methods) unwinds through it."""
+        import outcome
+
+        watch, stage = self.armed()
+        # A frame of this file's, called by outcome's, called by the stage.
+        inner = outcome.capture(lambda: sys._getframe()).unwrap()
+        assert inner.f_back is not None
+        assert inner.f_back.f_back is sys._getframe()
+        interrupt_at(watch, stage, inner)  # raises nothing
+        assert watch.missed == stage
+
     def test_it_is_interrupted_in_its_own_code(self) -> None:
         watch, stage = self.armed()
         with pytest.raises(StageStuck, match="sync code blocked the event loop"):
