@@ -7,6 +7,7 @@ own: the mutants it makes, and its verdicts (never the real suite).
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -403,3 +404,36 @@ def test_a_multi_line_change_is_keyed_by_every_line_it_changes(tool: ModuleType)
     before = "def f(a, b):\n    return (\n        a\n        or b\n    )\n"
     after = "def f(a, b):\n    return (\n        a and b\n    )\n"
     assert tool.change_of(before, after) == ("a\nor b", "a and b")
+
+
+def test_mutmut_s_mutants_are_keyed_off_its_mutated_module(
+    tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each mutant against its function's unmutated copy, both found by mutmut's index
+    and named as in the source, as ``mutmut show`` names them."""
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "SCRATCH", tmp_path / ".mutation")
+    mutated = tmp_path / ".mutation" / "_tiny" / "mutants" / "src" / "_tiny.py"
+    mutated.parent.mkdir(parents=True)
+    functions = {
+        "xǁBoxǁgrow__mutmut_orig": "    def xǁBoxǁgrow__mutmut_orig(self, by=1):\n        pass",
+        "xǁBoxǁgrow__mutmut_1": "    def xǁBoxǁgrow__mutmut_1(self, by=2):\n        pass",
+        "x_f__mutmut_orig": "def x_f__mutmut_orig(a):\n    a += 1\n    return a + 1",
+        "x_f__mutmut_1": "def x_f__mutmut_1(a):\n    a += 1\n    return a - 1",
+        "x_f__mutmut_2": "def x_f__mutmut_2(a):\n    a -= 1\n    return a + 1",
+    }
+    lines = ["import something  # mutmut's trampolines"]
+    spans: dict[str, list[int]] = {}
+    for name, text in functions.items():
+        spans[name] = [len(lines) + 1, len(lines) + len(text.splitlines())]
+        lines.extend(text.splitlines())
+    write(mutated, "\n".join(lines) + "\n")
+    write(mutated.with_name("_tiny.py.spans"), json.dumps({"version": 1, "spans": spans}))
+    keys = tool.mutmut_keys(tmp_path / "src" / "_tiny.py")
+    assert {name: (key.function, key.line, key.mutated) for name, key in keys.items()} == {
+        "conformkit._tiny.xǁBoxǁgrow__mutmut_1": (
+            "Box.grow", "def grow(self, by=1):", "def grow(self, by=2):"
+        ),
+        "conformkit._tiny.x_f__mutmut_1": ("f", "return a + 1", "return a - 1"),
+        "conformkit._tiny.x_f__mutmut_2": ("f", "a += 1", "a -= 1"),
+    }  # fmt: skip

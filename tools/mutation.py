@@ -346,8 +346,10 @@ def mutmut_keys(path: Path) -> dict[str, Key]:
     spans: dict[str, list[int]] = index["spans"]
 
     def text(name: str) -> str:
+        """A generated function, named as in the source: a change to its ``def`` reads so."""
         start, end = spans[name]
-        return "\n".join(lines[start - 1 : end]).replace(name, "NAME")
+        defined_as = function_name(name.replace("__mutmut_orig", "__mutmut_0")).rpartition(".")[2]
+        return "\n".join(lines[start - 1 : end]).replace(name, defined_as, 1)
 
     texts = [
         (f"conformkit.{path.stem}.{name}", text(f"{name.rpartition(MUTMUT_MARK)[0]}__mutmut_orig"),
