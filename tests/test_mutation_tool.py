@@ -413,7 +413,7 @@ def test_mutmut_s_mutants_are_keyed_off_its_mutated_module(
     and named as in the source, as ``mutmut show`` names them."""
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     monkeypatch.setattr(tool, "SCRATCH", tmp_path / ".mutation")
-    mutated = tmp_path / ".mutation" / "_tiny" / "mutants" / "src" / "_tiny.py"
+    mutated = tmp_path / ".mutation" / "_tiny" / "mutants" / "src" / "conformkit" / "_tiny.py"
     mutated.parent.mkdir(parents=True)
     functions = {
         "xǁBoxǁgrow__mutmut_orig": "    def xǁBoxǁgrow__mutmut_orig(self, by=1):\n        pass",
@@ -429,7 +429,7 @@ def test_mutmut_s_mutants_are_keyed_off_its_mutated_module(
         lines.extend(text.splitlines())
     write(mutated, "\n".join(lines) + "\n")
     write(mutated.with_name("_tiny.py.spans"), json.dumps({"version": 1, "spans": spans}))
-    keys = tool.mutmut_keys(tmp_path / "src" / "_tiny.py")
+    keys = tool.mutmut_keys(tmp_path / "src" / "conformkit" / "_tiny.py")
     assert {name: (key.function, key.line, key.mutated) for name, key in keys.items()} == {
         "conformkit._tiny.xǁBoxǁgrow__mutmut_1": (
             "Box.grow", "def grow(self, by=1):", "def grow(self, by=2):"

@@ -344,6 +344,7 @@ def mutmut_keys(path: Path) -> dict[str, Key]:
         sys.exit(f"{relative}.spans: not mutmut 3.8's index; pip install -e '.[mutation]'")
     lines = mutated.read_text(encoding="utf-8").splitlines()
     spans: dict[str, list[int]] = index["spans"]
+    module = ".".join(relative.with_suffix("").parts).removeprefix("src.")  # as mutmut names it
 
     def text(name: str) -> str:
         """A generated function, named as in the source: a change to its ``def`` reads so."""
@@ -352,11 +353,10 @@ def mutmut_keys(path: Path) -> dict[str, Key]:
         return "\n".join(lines[start - 1 : end]).replace(name, defined_as, 1)
 
     texts = [
-        (f"conformkit.{path.stem}.{name}", text(f"{name.rpartition(MUTMUT_MARK)[0]}__mutmut_orig"),
-         text(name))
+        (f"{module}.{name}", text(f"{name.rpartition(MUTMUT_MARK)[0]}__mutmut_orig"), text(name))
         for name in spans
         if MUTMUT_MARK in name and not name.endswith("__mutmut_orig")
-    ]  # fmt: skip
+    ]
     return keys_from(texts)
 
 
