@@ -32,7 +32,9 @@ entries. Changing the line, or renaming the function, makes the entry stale:
 one in a second or so, without mutmut or a mutant run, so it can follow any
 refactor; a run's report also names an entry whose mutant the tests now kill, or
 that its function's mutants no longer make. A stale entry is reviewed again: its
-reason may not hold for the new code.
+reason may not hold for the new code. (``occurrence`` counts the lines that read
+alike: when an earlier one of them changes, a later one's entry names the next such
+line without going stale. Five entries have one.)
 
 Each module is mutated in a copy of the working tree of its own, under
 ``.mutation/<module>/``, whose ``[tool.mutmut]`` names that module alone and the
@@ -249,7 +251,7 @@ class Key:
     source order, when the function holds the line more than once."""
 
     def __str__(self) -> str:
-        which = f" (the {self.occurrence}th such)" if self.occurrence > 1 else ""
+        which = f" (occurrence {self.occurrence})" if self.occurrence > 1 else ""
         return f"{self.function}: {self.line!r} made {self.mutated!r}{which}"
 
 
@@ -405,7 +407,6 @@ def check(ledger: Path, sources: Iterable[Path]) -> list[str]:
             functions.setdefault(name, []).extend(bodies)
     stale: list[str] = []
     for key in equivalents(ledger):
-        named = f"{key.function}: {key.line!r} made {key.mutated!r}"
         wanted = key.line.split("\n")
         held = max(
             (
@@ -415,10 +416,11 @@ def check(ledger: Path, sources: Iterable[Path]) -> list[str]:
             default=None,
         )
         if held is None:
-            stale.append(f"{named}: no function {key.function!r} any more")
+            stale.append(f"{key}: no function {key.function!r} any more")
+        elif not held:
+            stale.append(f"{key}: no such line in {key.function} any more")
         elif held < key.occurrence:
-            where = f"{key.occurrence} times" if key.occurrence > 1 else "any more"
-            stale.append(f"{named}: {key.function} holds no line {key.line!r} {where}")
+            stale.append(f"{key}: {key.function} holds that line {held} time(s) only")
     return stale
 
 
