@@ -34,7 +34,7 @@ refactor; a run's report also names an entry whose mutant the tests now kill, or
 that its function's mutants no longer make. A stale entry is reviewed again: its
 reason may not hold for the new code. (``occurrence`` counts the lines that read
 alike: when an earlier one of them changes, a later one's entry names the next such
-line without going stale. Five entries have one.)
+line without going stale.)
 
 Each module is mutated in a copy of the working tree of its own, under
 ``.mutation/<module>/``, whose ``[tool.mutmut]`` names that module alone and the
@@ -90,7 +90,6 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -302,15 +301,21 @@ def function_name(mutant: str) -> str:
 
 
 def change_of(before: str, after: str) -> tuple[str, str]:
-    """The lines that differ between two texts: as they were, and as they are, stripped."""
-    removed: list[str] = []
-    added: list[str] = []
-    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0, lineterm=""):
-        if line.startswith("-") and not line.startswith("---"):
-            removed.append(line[1:].strip())
-        elif line.startswith("+") and not line.startswith("+++"):
-            added.append(line[1:].strip())
-    return "\n".join(removed), "\n".join(added)
+    """
+    The lines that differ between two texts (all those between the first and the
+    last that differ, which a mutant's change spans): as they were, and as they are,
+    stripped.
+    """
+    old, new = before.splitlines(), after.splitlines()
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    was = "\n".join(line.strip() for line in old[start : len(old) - end])
+    made = "\n".join(line.strip() for line in new[start : len(new) - end])
+    return was, made
 
 
 def keys_from(texts: Iterable[tuple[str, str, str]]) -> dict[str, Key]:
