@@ -18,6 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+PACKAGE = ROOT / "src" / "conformkit"
+# The pages a repository shows first, which the docs site does not build.
+FRONT_PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md"]
 EXAMPLES = DOCS / "examples"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 
@@ -307,3 +310,112 @@ class TestPages:
         assert re.search(r"^strict: true$", config, re.MULTILINE)
         for page in DOCS.glob("*.md"):
             assert re.search(rf"^  - [^:\n]+: {re.escape(page.name)}$", config, re.MULTILINE), page
+
+
+_LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+_HEADING = re.compile(r"^#+ (?P<title>.+)$", re.MULTILINE)
+_CHANGELOG_HEADINGS = re.compile(
+    r"# Changelog|## \[Unreleased\]|## \[\d+\.\d+\.\d+\] - \d{4}-\d\d-\d\d"
+    r"|### (Added|Changed|Deprecated|Removed|Fixed|Security)"
+)
+# A changelog entry is a line or two for users; how a change was made, measured or
+# tested goes in its commit, and how to develop in CONTRIBUTING.md.
+ENTRY_WORDS = 80
+
+
+def anchor(title: str) -> str:
+    """The anchor a repository's page gives a heading: `## The load check` → the-load-check."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def console_lines(page: Path) -> list[str]:
+    """The lines of a page's ```console blocks."""
+    text = page.read_text(encoding="utf-8")
+    return [
+        line.strip()
+        for fence in _FENCE.finditer(text)
+        if fence["language"] == "console"
+        for line in fence["body"].splitlines()
+    ]
+
+
+def changelog_entries(text: str) -> list[str]:
+    """Each list item of a changelog, with its continuation lines."""
+    return re.findall(r"^- (.*?)(?=\n- |\n\s*\n|\Z)", text, re.MULTILINE | re.DOTALL)
+
+
+class TestFrontPages:
+    """README.md, CONTRIBUTING.md and CHANGELOG.md: what a repository shows first."""
+
+    def test_the_readme_gives_the_two_set_up_commands(self) -> None:
+        """A user's command and a contributor's are console lines of the README, verbatim."""
+        lines = console_lines(ROOT / "README.md")
+        assert "pip install . && conformkit demo" in lines
+        assert "pip install -e '.[test]' && pytest" in lines
+
+    def test_the_readme_links_the_docs_the_guide_and_the_history(self) -> None:
+        """The README leads to the docs, CONTRIBUTING.md and CHANGELOG.md."""
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        targets = {link["target"] for link in _LINK.finditer(readme)}
+        assert {"docs/index.md", "CONTRIBUTING.md", "CHANGELOG.md"} <= targets
+
+    def test_the_load_check_is_documented(self) -> None:
+        """CONTRIBUTING.md says how to run tools/load_check.py, which CI does not run."""
+        assert any(
+            line.startswith("python tools/load_check.py")
+            for line in console_lines(ROOT / "CONTRIBUTING.md")
+        )
+
+    @pytest.mark.parametrize("page", FRONT_PAGES, ids=lambda page: page.name)
+    def test_local_links_name_what_there_is(self, page: Path) -> None:
+        """Each relative link names a file there is, and each #anchor one of its headings."""
+        text = re.sub(r"`[^`\n]*`", "", page.read_text(encoding="utf-8"))  # code is no link
+        for link in _LINK.finditer(text):
+            target = link["target"]
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, fragment = target.partition("#")
+            where = ROOT / path if path else page
+            assert where.exists(), f"{page.name} links {target!r}, which is not there"
+            if fragment:
+                headings = _HEADING.findall(where.read_text(encoding="utf-8"))
+                assert fragment in {anchor(title) for title in headings}, (
+                    f"{page.name} links {target!r}: {where.name} has no such heading"
+                )
+
+    def test_the_changelog_is_a_short_list_for_users(self) -> None:
+        """Keep a Changelog's headings, no tables or code blocks, and no entry over 80 words."""
+        text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+        for heading in re.findall(r"^#.*$", text, re.MULTILINE):
+            assert _CHANGELOG_HEADINGS.fullmatch(heading), f"CHANGELOG.md: heading {heading!r}"
+        for number, line in enumerate(text.splitlines(), start=1):
+            assert not line.lstrip().startswith(("|", "```")), f"CHANGELOG.md:{number}: {line!r}"
+        for entry in changelog_entries(text):
+            words = len(entry.split())
+            assert words <= ENTRY_WORDS, f"CHANGELOG.md: an entry of {words} words: {entry[:60]!r}"
+
+
+def module_map() -> list[str]:
+    """The first cell of each row of CONTRIBUTING.md's module table: `_feature.py`, `laws/`."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    table = text.partition("\n| module | job |\n")[2].partition("\n\n")[0]
+    assert table, "CONTRIBUTING.md has no '| module | job |' table"
+    return re.findall(r"^\| `([^`]+)` \|", table, re.MULTILINE)
+
+
+class TestContributing:
+    """CONTRIBUTING.md's map of the package, against the package as it is."""
+
+    def test_the_module_map_has_a_line_for_each_module(self) -> None:
+        """Each module and subpackage of src/conformkit is in the map, and each line names one."""
+        named = module_map()
+        modules = {
+            path.name
+            for path in PACKAGE.glob("*.py")
+            if path.name not in {"__init__.py", "__main__.py"}
+        }
+        packages = {f"{path.parent.name}/" for path in PACKAGE.glob("*/__init__.py")}
+        missing = sorted((modules | packages) - set(named))
+        gone = sorted(name for name in named if not (PACKAGE / name).exists())
+        assert not missing, f"CONTRIBUTING.md's module map has no line for {missing}"
+        assert not gone, f"CONTRIBUTING.md's module map names {gone}, which src/conformkit lacks"

@@ -460,10 +460,16 @@ def a_swallowing_case_among_concurrent_ones(trace: Trace, backend: Backend) -> O
 def background_work_swallows_its_cancellation(trace: Trace, backend: Backend) -> Outcome:
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         if case_id == "first":
-            scope.start_soon(swallow_cancellation)
+
+            async def work() -> None:
+                trace.add("work started")
+                await swallow_cancellation()
+
+            scope.start_soon(work)
 
     async def first(api: Trace) -> None:
-        await anyio.sleep(TINY / 2)  # the work starts meanwhile
+        while "work started" not in api.events:
+            await anyio.lowlevel.checkpoint()
 
     cases: dict[str, Case] = {"first": first, "second": passes}
     return run(backend, *contract(trace, cases, create=create))

@@ -7,21 +7,26 @@ import inspect
 from pathlib import Path
 
 import conformkit as ck
-from conformkit import _util, laws
-from conformkit.cli import _collect
+from conformkit import _collect, _util, laws
 
-CLI = Path(ck.__file__).parent / "cli"
+CORE = Path(ck.__file__).parent
+CLI = CORE / "cli"
 
 # What the command line may import from the core's private modules besides the
 # public API (conformkit.__all__): names meant for it, none with an underscore.
 MEANT_FOR_THE_CLI = {
     # `set_ctrl_c_hook`: the command line bounds how long a run takes to stop after Ctrl-C.
     "conformkit._runner": {"RunPlan", "Execution", "check_backend", "set_ctrl_c_hook"},
-    "conformkit._report": {"Gate", "describe_exception"},
+    # Collection serves the command line and the pytest plugin alike.
+    "conformkit._collect": set(_collect.__all__),
+    "conformkit._report": {"Gate"},
+    # An exception as text: its one-line reason and its full record, spelled one way.
+    "conformkit._explain": {"describe_exception", "error_line", "record_line"},
+    "conformkit._importing": {"ImportByNameError", "import_module_named"},
     "conformkit._exceptions": {"UsageError"},
     # `Coverage` is the type of a coverage entry, `suggest` the "did you mean" hint.
     "conformkit._feature": {"Coverage", "suggest"},
-    "conformkit._util": set(_util.__all__) | {"ImportByNameError"},
+    "conformkit._util": set(_util.__all__),
     # The command line stops a run stuck beyond interruption, writing what it judged,
     # and ends without a thread the code under test left running.
     "conformkit._watchdog": {"Watch", "leave_threads_behind", "set_stuck_hook"},
@@ -137,7 +142,7 @@ class TestCommandLineBoundary:
         assert offences == []
 
     def test_the_pytest_plugin_uses_only_names_meant_for_it(self) -> None:
-        """The plugin reaches the core as the command line does, and collects through it."""
+        """The plugin reaches the core as the command line does, collection included."""
         meant = {
             **MEANT_FOR_THE_CLI,
             "conformkit._runner": {"Backend", "check_backend"},
@@ -149,17 +154,29 @@ class TestCommandLineBoundary:
                 "print_stuck",
                 "set_stuck_hook",
             },
-            "conformkit.cli._collect": {
-                name for name in vars(_collect) if not name.startswith("_")
-            },
         }
         offences = []
-        plugin = CLI.parent / "pytest_plugin.py"
+        plugin = CORE / "pytest_plugin.py"
         for module, name, line in _imported_names(plugin, "conformkit"):
             private = any(part.startswith("_") for part in module.split(".")[1:])
             if module.startswith("conformkit") and private and name not in meant.get(module, ()):
                 offences.append(f"pytest_plugin.py:{line}: {module}.{name}")
         assert offences == []
+
+    def test_the_core_imports_nothing_of_the_command_line(self) -> None:
+        """No module outside conformkit.cli imports it, lazily or for type checkers alone."""
+        found: dict[str, list[str]] = {}
+        for path in sorted(CORE.rglob("*.py")):
+            if CLI in path.parents:
+                continue
+            package = ".".join(("conformkit", *path.parent.relative_to(CORE).parts))
+            for module, name, line in _imported_names(path, package):
+                imported = f"{module}.{name}" if module == "conformkit" and name else module
+                if imported == "conformkit.cli" or imported.startswith("conformkit.cli."):
+                    where = path.relative_to(CORE).as_posix()
+                    found.setdefault(where, []).append(f"line {line}: {imported}")
+        # `python -m conformkit` is the command line itself: seen, and the only one.
+        assert list(found) == ["__main__.py"], found
 
     def test_the_rule_sees_relative_imports(self) -> None:
         """The check resolves `from .._runner import X` and `from . import _x` as Python does."""

@@ -22,7 +22,6 @@ pytest_plugins = ["pytester"]
 # to the other. So the modules those runs use are imported here first, once.
 for _module in (
     *(f"conformkit.{module}" for module in ck._MODULES),
-    "conformkit.cli._collect",
     "anyio._backends._asyncio",
     "anyio._backends._trio",
     "trio",

@@ -392,7 +392,10 @@ class TestInTheLoopsCode:
             with Watch(0.1) as watch:
                 watch.frame = sys._getframe()
                 watch.interrupt = interrupt
-                watch.start("case", time.perf_counter() + 0.1)
+                # Stuck at once, and reported a minute after the watchdog first fires:
+                # a window to try again in that no loaded machine's poll misses.
+                watch.grace = 60.0
+                watch.start("case", time.perf_counter() - watch.grace)
                 print("again" if again.wait(30) else "once")
                 watch.stop()
             print(len(set(fired)), "stage")

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ._exceptions import ContractDefinitionError, SuiteAuditFailure
+from ._explain import error_line
 from ._feature import Feature, declared_api, suggest
+from ._importing import ImportByNameError, import_module_named
 from ._suite import ContractSuite
-from ._util import ImportByNameError, import_module_named
 
 
 def audit_suites(
@@ -399,7 +400,7 @@ def _walk(module: types.ModuleType, root: str) -> Iterator[types.ModuleType]:
 def _import_failure(module: str, root: str, error: Exception) -> ContractDefinitionError:
     scanning = "" if module == root else f" while scanning {root!r}"
     return ContractDefinitionError(
-        f"audit_suites() could not import {module!r}{scanning}: {type(error).__name__}: {error}"
+        f"audit_suites() could not import {module!r}{scanning}: {error_line(error)}"
     )
 
 

@@ -1,4 +1,11 @@
-"""Reasons that say what happened: exception groups by their leaves, asserts by their source."""
+"""
+An exception as text, one way everywhere: its one-line reason and its full record.
+
+:func:`error_line` is the line that every one-line place shows (a case's reason,
+a summary, a message): exception groups by their leaves, bare asserts by their
+source. :func:`describe_exception` is the full record that every full place
+shows (the JSON report, JUnit's and HTML's traceback): type, message, traceback.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +15,15 @@ import linecache
 from types import FrameType, TracebackType
 from typing import Final
 
-from ._util import format_error, one_line, short_repr
+from ._util import one_line, short_repr
 
 __all__ = [
     "assertion_detail",
-    "describe_error",
+    "describe_exception",
+    "error_line",
     "group_leaves",
+    "record_line",
     "release_frames",
-    "traceback_text",
 ]
 
 _MAX_LEAVES: Final = 3
@@ -37,9 +45,11 @@ def group_leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException
     return leaves
 
 
-def describe_error(error: BaseException) -> str:
+def error_line(error: BaseException) -> str:
     """
-    ``TypeName: message`` on one line, made to say what happened.
+    The one-line reason of ``error``: ``module.TypeName: message``, the type as a
+    traceback's last line names it, the message's lines joined by spaces. Its
+    notes are left to the full record (:func:`describe_exception`).
 
     An exception group is described by its leaves, each distinct one once with a
     count when repeated, at most three of them. A bare ``assert`` (an
@@ -49,7 +59,7 @@ def describe_error(error: BaseException) -> str:
     if isinstance(error, BaseExceptionGroup):
         counts: dict[str, int] = {}
         for leaf in group_leaves(error):
-            text = one_line(describe_error(leaf))
+            text = one_line(error_line(leaf))
             counts[text] = counts.get(text, 0) + 1
         shown = [
             text if n == 1 else f"{text} (×{n})" for text, n in list(counts.items())[:_MAX_LEAVES]
@@ -57,12 +67,57 @@ def describe_error(error: BaseException) -> str:
         more = len(counts) - len(shown)
         if more:
             shown.append(f"and {more} more")
-        return "; ".join(shown) or format_error(error)
-    if type(error) is AssertionError and not error.args:
+        if shown:
+            return "; ".join(shown)
+    elif type(error) is AssertionError and not error.args:
         detail = assertion_detail(error)
         if detail is not None:
             return f"AssertionError: {detail}"
-    return format_error(error)
+    kind = type(error)
+    module = kind.__module__
+    name = kind.__qualname__
+    if module not in ("builtins", "__main__"):  # as a traceback names it
+        name = f"{module if isinstance(module, str) else '<unknown>'}.{name}"
+    return record_line(name, _message(error))
+
+
+def record_line(type_name: str, message: str) -> str:
+    """
+    The one-line reason of an exception known by its record's type name and
+    message (a report read back from JSON): ``type_name: message``, the message's
+    lines joined by spaces; the type name alone for an empty message.
+    """
+    lines = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    return f"{type_name}: {lines}" if lines else type_name
+
+
+def describe_exception(error: BaseException) -> dict[str, str]:
+    """
+    The full record of ``error``, as JSON-ready data: ``type``, its qualified name
+    prefixed by its module unless it is a builtin; ``message``, ``str(error)``; and
+    ``traceback``, the formatted traceback with its chained exceptions and notes,
+    whether or not its frames were released (:func:`release_frames`).
+
+    The report format fixes how ``type`` names a type, ``__main__.Name`` included;
+    a traceback, and so :func:`error_line`, says ``Name`` for a type of ``__main__``.
+    """
+    kind = type(error)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    return {"type": name, "message": _message(error), "traceback": _traceback_text(error)}
+
+
+def _message(error: BaseException) -> str:
+    """``str(error)``, or what a traceback shows when the code under test's ``__str__`` raises."""
+    try:
+        return str(error)
+    except KeyboardInterrupt:
+        raise  # it alone stops the run, whoever raised it
+    except BaseException:
+        return "<exception str() failed>"
 
 
 def assertion_detail(error: BaseException) -> str | None:
@@ -132,7 +187,7 @@ def release_frames(error: BaseException) -> None:
 
     A traceback keeps every frame it passes through alive, and with them every
     local variable: a report of many failures would keep them all. The text is
-    what a reader of the report needs; :func:`traceback_text` gives it back. The
+    what a reader of the report needs; :func:`describe_exception` gives it back. The
     same is done for the exceptions chained to ``error`` and those in its groups.
     An exception that cannot hold the text keeps its traceback.
     """
@@ -157,7 +212,7 @@ def release_frames(error: BaseException) -> None:
             pending.extend(exc.exceptions)
 
 
-def traceback_text(error: BaseException) -> str:
+def _traceback_text(error: BaseException) -> str:
     """``error`` formatted as a traceback shows it, whether or not its frames were released."""
     import traceback  # only where an error is described
 

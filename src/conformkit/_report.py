@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, final
 
 from ._exceptions import ContractFailure
-from ._explain import traceback_text
-from ._util import format_error, one_line
+from ._explain import describe_exception, error_line
+from ._util import one_line
 
 
 @final
@@ -185,7 +185,7 @@ class ContractReport:
         if self.unexercised:
             lines.append(f"  operations no case exercised: {', '.join(self.unexercised)}")
         for exc in self.cleanup_errors:
-            lines.append(f"  CLEANUP ERROR: {one_line(format_error(exc))}")
+            lines.append(f"  CLEANUP ERROR: {one_line(error_line(exc))}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,31 +198,6 @@ class ContractReport:
             "cleanup_errors": [describe_exception(exc) for exc in self.cleanup_errors],
             "unexercised": None if self.unexercised is None else list(self.unexercised),
         }
-
-
-def describe_exception(exc: BaseException) -> dict[str, str]:
-    """An exception as JSON-ready data: its type, its message and its own traceback."""
-    kind = type(exc)
-    name = (
-        kind.__qualname__
-        if kind.__module__ == "builtins"
-        else f"{kind.__module__}.{kind.__qualname__}"
-    )
-    return {
-        "type": name,
-        "message": _message(exc),
-        "traceback": traceback_text(exc),
-    }
-
-
-def _message(exc: BaseException) -> str:
-    """``str(exc)``, or what a traceback shows when the code under test's ``__str__`` raises."""
-    try:
-        return str(exc)
-    except KeyboardInterrupt:
-        raise  # it alone stops the run, whoever raised it
-    except BaseException:
-        return "<exception str() failed>"
 
 
 @final
@@ -371,7 +346,7 @@ def assert_contract(
         f"  {offence}"
         for offence in gate.report_offences(
             proven=any(result.status is CaseStatus.PASSED for result in report.results),
-            cleanup_errors=[format_error(exc) for exc in report.cleanup_errors],
+            cleanup_errors=[error_line(exc) for exc in report.cleanup_errors],
             unexercised=report.unexercised,
         )
     ]

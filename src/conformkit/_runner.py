@@ -23,7 +23,7 @@ from ._exceptions import (
     FeatureUnavailable,
     LawViolation,
 )
-from ._explain import describe_error, release_frames
+from ._explain import error_line, release_frames
 from ._feature import API, CaseExpansion, CaseName, Coverage, Unsupported, declared_api
 from ._implementation import DEFAULT_TIMEOUT, FeatureImplementation, declared_feature, run_deadline
 from ._report import CaseResult, CaseStatus, ContractReport, case_result
@@ -641,7 +641,7 @@ class Execution(Generic[API]):
         cancelled = anyio.get_cancelled_exc_class()
         for error in errors:
             if error is not None and error is not interrupt and not isinstance(error, cancelled):
-                interrupt.add_note(f"case {case_id!r}: {describe_error(error)}")
+                interrupt.add_note(f"case {case_id!r}: {error_line(error)}")
 
     def _unsupported(self, index: int, case_id: str) -> None:
         reason = cast("Unsupported", self.plan.coverage[case_id]).reason
@@ -1222,13 +1222,13 @@ def _failed_result(
 ) -> CaseResult:
     """The result of a case that ended in an error or a failed cleanup."""
     if error is None:
-        first = describe_error(cleanup_errors[0])
+        first = error_line(cleanup_errors[0])
         more = f" (and {len(cleanup_errors) - 1} more)" if len(cleanup_errors) > 1 else ""
         reason = f"case {case_id!r} failed in cleanup: {first}{more}"
         return CaseResult(case_id, CaseStatus.FAILED, reason, None, cleanup_errors, duration)
     _trim_traceback(error)
     where = " in create()" if stage == "create" else ""
-    reason = f"{describe_error(error)}{_location(error)}"
+    reason = f"{error_line(error)}{_location(error)}"
     if isinstance(error, anyio.get_cancelled_exc_class()):
         reason = (
             f"{type(error).__name__} raised with no cancellation under way, a stray or "

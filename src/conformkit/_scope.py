@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, TypeVa
 
 import anyio
 
-from ._explain import describe_error
+from ._explain import error_line
 from ._feature import API
 from ._implementation import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ._implementation import declared_feature, stage_timeout
@@ -584,7 +584,7 @@ class _Background:
         if self.outlived:
             self.late.append(error)
             if self.timed_out is not None:
-                self.timed_out.add_note(f"the work failed later: {describe_error(error)}")
+                self.timed_out.add_note(f"the work failed later: {error_line(error)}")
         else:
             self.errors.append(error)
 
@@ -726,7 +726,7 @@ def raise_together(message: str, errors: list[BaseException]) -> NoReturn:
         raise BaseExceptionGroup(message, errors) from None
     notes = getattr(escalated, "__notes__", [])
     for error in errors:
-        note = f"{message}: {describe_error(error)}"
+        note = f"{message}: {error_line(error)}"
         if error is not escalated and note not in notes:  # raised again: noted once
             escalated.add_note(note)
     raise escalated

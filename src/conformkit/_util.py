@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 import reprlib
-import types
 from typing import Final
 
 from ._exceptions import ContractDefinitionError
@@ -15,9 +13,6 @@ __all__ = [
     "callable_name",
     "check_timeout",
     "cut",
-    "error_line",
-    "format_error",
-    "import_module_named",
     "one_line",
     "short_repr",
 ]
@@ -59,20 +54,6 @@ def one_line(text: str | None, limit: int = 240) -> str:
     if len(line) > limit:
         line, more = line[: limit - 1], True
     return line + ("…" if more else "")
-
-
-def format_error(exc: BaseException) -> str:
-    """``TypeName: message``, the way a traceback's last line shows it."""
-    import traceback  # only an error pays for it
-
-    return "".join(traceback.format_exception_only(exc)).strip()
-
-
-def error_line(error: BaseException) -> str:
-    """``TypeName: message`` on one line, for a message that must fit on one line."""
-    message = str(error)
-    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return " ".join(text.splitlines())
 
 
 def callable_name(function: object, limit: int | None = None) -> str:
@@ -117,31 +98,3 @@ def check_timeout(timeout: object, *, what: str = "timeout", optional: bool = Tr
     if not (0 < seconds < math.inf):
         raise ContractDefinitionError(f"{what} must be {expected}, got {short_repr(timeout, 40)}")
     return seconds
-
-
-class ImportByNameError(Exception):
-    """A module named by a dotted name could not be imported; the message says why."""
-
-    def __init__(self, message: str, *, missing: bool) -> None:
-        super().__init__(message)
-        #: the module itself (or a parent package) does not exist: the name is wrong
-        self.missing = missing
-
-
-def import_module_named(name: str) -> types.ModuleType:
-    """
-    Import a module by its absolute dotted name.
-
-    :raises ImportByNameError: ``missing`` when the module itself (or a parent
-        package) is absent, so the name is wrong; otherwise the module exists but
-        importing it failed, and the message gives the error on one line.
-    """
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        # A dependency missing inside an existing module is an import failure instead.
-        if error.name is not None and (name == error.name or name.startswith(error.name + ".")):
-            raise ImportByNameError(f"no module named {error.name!r}", missing=True) from error
-        raise ImportByNameError(error_line(error), missing=False) from error
-    except Exception as error:
-        raise ImportByNameError(error_line(error), missing=False) from error

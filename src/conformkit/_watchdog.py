@@ -333,16 +333,21 @@ class TaskWatch(Watch):
         self.__enter__()
 
     def intercept(self, exc: BaseException, coroutine: object) -> BaseException:
-        """Past the deadline, a cancellation the work ignored is :class:`StageStuck` at once."""
+        """
+        Each cancellation once the work is watched is the join's: one the work
+        goes on after makes it stuck for having ignored it, even if it then waits
+        where no other reaches it. Past the deadline, one is :class:`StageStuck` at once.
+        """
         if (
             self.stuck_at is not None
             and not self.forced
             and isinstance(exc, anyio.get_cancelled_exc_class())
-            and clock() >= self.due
         ):
             if self.first_cancel is None:
                 self.first_cancel = clock()
-            return StageStuck("it ignored its cancellation")
+            if clock() >= self.due:
+                return StageStuck("it ignored its cancellation")
+            return exc
         return super().intercept(exc, coroutine)
 
 

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
     from . import ContractCase, ContractSuite, FeatureImplementation
+    from ._collect import Pair
     from ._runner import Backend
     from ._watchdog import Watch
-    from .cli._collect import Pair
 
 _API = TypeVar("_API")
 _CaseName = TypeVar("_CaseName", bound=str)
@@ -233,22 +233,13 @@ class Contracts(pytest.Collector):
         self.request = request
 
     def collect(self) -> list[ImplementationContract]:
-        from ._exceptions import UsageError
-        from .cli._collect import ENTRY_POINT_GROUP, collect, target_module
+        from ._collect import collect, installed_entry_points, target_module
 
         # Bare asserts in contract modules get pytest's introspection, as in test
         # modules: rewriting must be registered before the first import.
         names = [target_module(target) for target in self.request.targets]
         if self.request.installed:
-            import importlib.metadata
-
-            entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-            if not entry_points:
-                raise UsageError(
-                    f"--conformkit-installed: no installed distribution publishes entry points "
-                    f"in the group {ENTRY_POINT_GROUP!r}"
-                )
-            names += [entry.module for entry in entry_points]
+            names += [entry.module for entry in installed_entry_points("--conformkit-installed")]
         fresh = sorted({name for name in names if name is not None and name not in sys.modules})
         if fresh:
             pytest.register_assert_rewrite(*fresh)

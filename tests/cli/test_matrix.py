@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
+from conformkit._collect import Distribution, Shard, collect_modules, select
 from conformkit._exceptions import UsageError
 from conformkit._report import Gate
 from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
-from conformkit.cli._collect import Distribution, Shard, collect_modules, select
 from conformkit.cli._commands import run_pairs
 from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo, from_json, merge
 

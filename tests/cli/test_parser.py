@@ -8,8 +8,10 @@ import sys
 import pytest
 
 import conformkit as ck
+from conformkit._collect import Shard
+from conformkit._exceptions import UsageError
 from conformkit.cli import main
-from conformkit.cli._parser import build_parser
+from conformkit.cli._parser import build_parser, parse_shard
 
 
 class TestParser:
@@ -44,6 +46,24 @@ class TestParser:
         arguments = build_parser().parse_args(["run", "x.py"])
         assert not hasattr(arguments, "timeout")
         assert build_parser().parse_args(["run", "x.py", "--timeout", "none"]).timeout is None
+
+
+class TestShard:
+    """--shard K/N: job K of N, counting from 1."""
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [("1/1", Shard(1, 1)), ("2/3", Shard(2, 3)), (" 3 / 3 ", Shard(3, 3))],
+    )
+    def test_parse(self, text: str, expected: Shard) -> None:
+        """K/N parses with 1 <= K <= N."""
+        assert parse_shard(text) == expected
+
+    @pytest.mark.parametrize("text", ["3/2", "0/2", "1/0", "1", "a/b", "-1/2", "1/2/3"])
+    def test_bad_shards_are_refused(self, text: str) -> None:
+        """Anything else is a usage error that quotes the value."""
+        with pytest.raises(UsageError, match=r"--shard"):
+            parse_shard(text)
 
 
 class TestVersion:

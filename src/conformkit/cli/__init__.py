@@ -8,7 +8,7 @@ error, which is reported on one line of stderr (``--debug`` adds the traceback),
 Its private modules, in the order a command uses them: ``_parser`` (the
 arguments, and :func:`main`), ``_config`` (the project's ``[tool.conformkit]``
 in ``pyproject.toml``), ``_commands`` (each command, and the runner of
-many pairs), ``_collect`` (targets into pairs of implementation and suite),
+many pairs; the core's ``conformkit._collect`` turns targets into pairs),
 ``_matrix`` (the report of a run, its JSON form and the merge of shards),
 ``_baseline`` (known failures), ``_outcome`` (what the report says of each
 case, worded once), ``_console`` (what goes where, files written whole or not

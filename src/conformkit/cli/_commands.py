@@ -18,13 +18,13 @@ from typing import Any, final
 
 import anyio
 
+from .._collect import Pair, PlanOptions, Shard, collect, collect_modules, select
 from .._exceptions import ContractDefinitionError, UsageError
+from .._explain import error_line
 from .._feature import Unsupported
 from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
-from .._util import error_line
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
-from ._collect import Pair, PlanOptions, Shard, collect, collect_modules, parse_shard, select
 from ._console import Outputs, ProgressLine, Streams, printable, write
 from ._interrupt import (
     DEFAULT_STOP_TIMEOUT,
@@ -37,6 +37,7 @@ from ._interrupt import (
 )
 from ._json import dumps
 from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
+from ._parser import parse_shard
 
 __all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
 
@@ -385,7 +386,7 @@ def _unless_stopping(write: Callable[[Matrix], None]) -> Callable[[Matrix], None
 
 
 def _run_command(arguments: argparse.Namespace) -> int:
-    from ._collect import target_file
+    from .._collect import target_file
     from ._config import apply_gate, find_settings
 
     if not arguments.targets and not arguments.installed:

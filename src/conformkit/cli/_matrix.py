@@ -10,11 +10,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast, final
 
+from .._collect import Distribution, Pair, Shard, matches
 from .._exceptions import UsageError
-from .._report import CaseResult, CaseStatus, ContractReport, Gate, describe_exception
+from .._explain import describe_exception, record_line
+from .._report import CaseResult, CaseStatus, ContractReport, Gate
 from . import _outcome
 from ._baseline import MARKS, BaselineInfo, BaselineMark, StaleEntry
-from ._collect import Distribution, Pair, Shard, matches
 from ._console import clean
 
 FORMAT: Final = "conformkit.report"
@@ -45,7 +46,7 @@ class ErrorRecord:
         )
 
     def __str__(self) -> str:
-        return f"{self.type}: {self.message}" if self.message else self.type
+        return record_line(self.type, self.message)
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "message": self.message, "traceback": self.traceback}

@@ -8,7 +8,8 @@ from typing import Protocol, cast, final
 import anyio
 
 from .._exceptions import LawViolation
-from .._util import callable_name, check_timeout, format_error, short_repr
+from .._explain import error_line
+from .._util import callable_name, check_timeout, short_repr
 
 
 class _Signal(Protocol):
@@ -103,7 +104,7 @@ async def assert_honours_cancellation(
         except Exception as exc:
             raise LawViolation(
                 f"unusable afterwards: after {the_call} was cancelled, a new call raised "
-                f"{format_error(exc)}"
+                f"{error_line(exc)}"
             ) from exc
         if deadline.cancelled_caught:
             raise LawViolation(
@@ -126,7 +127,7 @@ async def _cancel_and_watch(
     running.waiter = None
     if running.done.is_set():
         if running.error is not None:
-            what = f"raised {format_error(running.error)}"
+            what = f"raised {error_line(running.error)}"
         else:
             what = f"returned {short_repr(running.value)}"
         return (
@@ -158,7 +159,7 @@ async def _cancel_and_watch(
         )
     if running.error is not None:
         return (
-            f"failed when cancelled: {the_call} raised {format_error(running.error)} instead of "
+            f"failed when cancelled: {the_call} raised {error_line(running.error)} instead of "
             f"letting the cancellation propagate{cleanup}",
             running.error,
         )

@@ -15,7 +15,8 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from .._exceptions import LawViolation
-from .._util import callable_name, check_timeout, format_error, short_repr
+from .._explain import error_line
+from .._util import callable_name, check_timeout, short_repr
 
 _T = TypeVar("_T")
 
@@ -277,12 +278,11 @@ class _Race(Generic[_T]):
             raise LawViolation(self._timed_out())
         outcomes = RaceOutcomes(cast("list[CallOutcome[_T]]", self.outcomes))
         if invariant_error is not None:
-            # Only its first line: a multi-line message (pytest's rewritten assert)
-            # would break the listing of the calls; the whole error is the cause.
-            first_line = format_error(invariant_error).partition("\n")[0]
+            # On one line: a multi-line message (pytest's rewritten assert) would
+            # break the listing of the calls; the whole error is the cause.
             raise LawViolation(
                 f"{self.where}: the invariant {callable_name(self.invariant)} failed "
-                f"after every call finished: {first_line}\n"
+                f"after every call finished: {error_line(invariant_error)}\n"
                 f"{_indented(outcomes)}"
             ) from invariant_error
         return outcomes

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Any, Final, TypeVar, final, overload
 
 from .._exceptions import LawViolation
+from .._explain import error_line
 from .._util import callable_name, cut, short_repr
 
 _T = TypeVar("_T")
@@ -295,7 +296,7 @@ def _mismatch(
 def _stage_failed(
     prefix: str, error: Exception, shown: Sequence[tuple[str, object]], note: str = ""
 ) -> LawViolation:
-    reason = cut(f"{type(error).__qualname__}: {error}")
+    reason = cut(error_line(error))
     notes = [f"  {note}"] if note else []
     return LawViolation("\n".join([f"{prefix} {reason}", *notes, *_lines(shown)]))
 

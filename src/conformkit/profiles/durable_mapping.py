@@ -33,11 +33,12 @@ import shelve
 from collections.abc import Callable, MutableMapping
 from typing import Any, Final, Literal, Protocol, TypeAlias, final, get_args
 
+from .._explain import error_line
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
-from .._util import error_line, short_repr
+from .._util import short_repr
 from ._support import PointAt, open_shelf, scope_table, temporary_directory
 from .mapping import MappingSamples, SqliteMapping, samples_of
 

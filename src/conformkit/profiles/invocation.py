@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, final, get_args
 
 from .._exceptions import FeatureUnavailable
+from .._explain import error_line
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
@@ -1438,7 +1439,7 @@ class _ReferenceApp:
     def _hide(self, error: Exception, message: str) -> str:
         if not self._options.expose_errors:
             return message
-        return f"{message}: {type(error).__name__}: {error}"
+        return f"{message}: {error_line(error)}"
 
     async def _read(self, request: _Request, receive: _Receive, send: _Send) -> bytes | None:
         """The body, or ``None`` once a 413 is sent: never more than the limit kept."""

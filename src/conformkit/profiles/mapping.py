@@ -49,11 +49,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal, TypeAlias, final, get_args
 
+from .._explain import error_line
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
-from .._util import error_line, short_repr
+from .._util import short_repr
 from ..laws import race_in_threads, strictly_equal
 from ._support import (
     PointAt,

@@ -45,6 +45,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias, cast, final, get_ar
 import anyio
 import anyio.lowlevel
 
+from .._explain import error_line
 from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
@@ -298,9 +299,7 @@ async def _raises(expected: NamedError, call: Awaitable[object], doing: str) -> 
     except Exception as error:
         if expected.matches(error):
             return
-        raise AssertionError(
-            f"{doing}: expected {expected}, got {type(error).__name__}: {error}"
-        ) from error
+        raise AssertionError(f"{doing}: expected {expected}, got {error_line(error)}") from error
     raise AssertionError(f"{doing}: expected {expected}, but it returned {result!r}")
 
 
@@ -321,7 +320,7 @@ async def _create(
         )
         raise AssertionError(
             f"blocked: create_session({session_id!r}, ...) raised "
-            f"{type(error).__name__}: {error}; {owner} owns that"
+            f"{error_line(error)}; {owner} owns that"
         ) from error
 
 
@@ -616,7 +615,7 @@ async def _unknown_parent_rejected(api: SessionEventsAPI) -> None:
         except Exception as error:
             raise AssertionError(
                 f"a session whose parent is unknown must not be created, but creating 'orphan' "
-                f"again, without a parent, raised {type(error).__name__}: {error}"
+                f"again, without a parent, raised {error_line(error)}"
             ) from error
         _expect(
             "load_session('orphan') created without a parent after the rejected create",
@@ -763,7 +762,7 @@ async def _non_json_rejected(api: SessionEventsAPI) -> None:
                 raise AssertionError(
                     f"create_session() with metadata holding {what} must store nothing, but "
                     f"creating {f's-{sequence}'!r} again with valid metadata raised "
-                    f"{type(error).__name__}: {error}"
+                    f"{error_line(error)}"
                 ) from error
         _expect("replay('s') after rejected payloads", await api.replay("s"), [])
         _expect(

@@ -1,4 +1,4 @@
-"""Collecting for the command line: targets, pairing, -k selection and shards."""
+"""Collecting for the command line and the pytest plugin: targets, pairs, -k and shards."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import conformkit as ck
+from conformkit._collect import Pair, Shard, collect, collect_modules, select
 from conformkit._exceptions import UsageError
-from conformkit.cli._collect import Pair, Shard, collect, collect_modules, parse_shard, select
 
 feature = ck.Feature[object]("tests.collect", cases=("a", "b", "c"))
 suite = ck.ContractSuite(
@@ -163,20 +163,6 @@ class TestShards:
         sizes = [sum(len(cases) for cases in shard) for shard in shards]
         assert max(sizes) - min(sizes) <= 1
         assert shards == [select(pairs, [], Shard(i, count)) for i in range(1, count + 1)]
-
-    @pytest.mark.parametrize(
-        ("text", "expected"),
-        [("1/1", Shard(1, 1)), ("2/3", Shard(2, 3)), (" 3 / 3 ", Shard(3, 3))],
-    )
-    def test_parse(self, text: str, expected: Shard) -> None:
-        """K/N parses with 1 <= K <= N."""
-        assert parse_shard(text) == expected
-
-    @pytest.mark.parametrize("text", ["3/2", "0/2", "1/0", "1", "a/b", "-1/2", "1/2/3"])
-    def test_bad_shards_are_refused(self, text: str) -> None:
-        """Anything else is a usage error that quotes the value."""
-        with pytest.raises(UsageError, match=r"--shard"):
-            parse_shard(text)
 
 
 class TestSelection:

@@ -1,6 +1,7 @@
 """
-Collecting what the command line runs: targets, installed entry points, the
-pairs of implementation and suite, and the selection and shard of their cases.
+Collecting what a run runs, for the command line and the pytest plugin alike: targets,
+installed entry points, the pairs of implementation and suite, and the selection and
+shard of their cases.
 """
 
 from __future__ import annotations
@@ -16,17 +17,37 @@ import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypedDict, final
+from typing import TYPE_CHECKING, Any, Final, TypedDict, final
 
 from typing_extensions import Unpack
 
-from .._exceptions import UsageError
-from .._feature import Coverage, Feature, suggest
-from .._implementation import FeatureImplementation
-from .._runner import RunPlan
-from .._scope import DEFAULT_TIMEOUT
-from .._suite import ContractSuite
-from .._util import ImportByNameError, error_line, import_module_named
+from ._exceptions import UsageError
+from ._explain import error_line
+from ._feature import Coverage, Feature, suggest
+from ._implementation import FeatureImplementation
+from ._importing import ImportByNameError, import_module_named
+from ._runner import RunPlan
+from ._scope import DEFAULT_TIMEOUT
+from ._suite import ContractSuite
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Distribution",
+    "Pair",
+    "PlanOptions",
+    "Shard",
+    "collect",
+    "collect_modules",
+    "installed_entry_points",
+    "load_target",
+    "matches",
+    "select",
+    "target_file",
+    "target_module",
+]
 
 ENTRY_POINT_GROUP: Final = "conformkit.contracts"
 """The entry-point group in which installed distributions publish their contracts."""
@@ -117,18 +138,7 @@ def collect(
         if not collector.gather(value, where, None, explicit=True):
             raise UsageError(f"target {target!r} holds no contract suite or feature implementation")
     if installed:
-        import importlib.metadata
-
-        entry_points = sorted(
-            importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
-            key=lambda entry: (entry.dist.name if entry.dist else "", entry.name, entry.value),
-        )
-        if not entry_points:
-            raise UsageError(
-                f"--installed: no installed distribution publishes entry points in the group "
-                f"{ENTRY_POINT_GROUP!r}"
-            )
-        for entry in entry_points:
+        for entry in installed_entry_points("--installed"):
             distribution = (
                 Distribution(entry.dist.name, entry.dist.version)
                 if entry.dist is not None
@@ -148,6 +158,28 @@ def collect(
             if not collector.gather(value, where, distribution, explicit=True):
                 raise UsageError(f"{where} holds no contract suite or feature implementation")
     return collector.pairs(**options)
+
+
+def installed_entry_points(option: str) -> list[EntryPoint]:
+    """
+    The entry points installed distributions publish in ``conformkit.contracts``, by
+    distribution, name and value.
+
+    :param option: the option that asked for them, which the error names.
+    :raises UsageError: when no installed distribution publishes any.
+    """
+    import importlib.metadata
+
+    entry_points = sorted(
+        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+        key=lambda entry: (entry.dist.name if entry.dist else "", entry.name, entry.value),
+    )
+    if not entry_points:
+        raise UsageError(
+            f"{option}: no installed distribution publishes entry points in the group "
+            f"{ENTRY_POINT_GROUP!r}"
+        )
+    return entry_points
 
 
 def collect_modules(
@@ -598,24 +630,6 @@ class Shard:
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
-
-
-_SHARD: Final = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*")
-
-
-def parse_shard(text: str) -> Shard:
-    """
-    Parse ``K/N``.
-
-    :raises UsageError: unless ``1 <= K <= N``.
-    """
-    match = _SHARD.fullmatch(text)
-    if match is None:
-        raise UsageError(f"--shard takes K/N, job K of N counting from 1, got {text!r}")
-    index, count = int(match[1]), int(match[2])
-    if count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {text!r}")
-    return Shard(index, count)
 
 
 def select(
