@@ -30,9 +30,9 @@ from typing import Any, Protocol
 import anyio
 
 import conformkit as ck
-from conformkit._runner import RunPlan
+from conformkit._runner import Execution, RunPlan
 from conformkit._scope import FeatureScope
-from conformkit._shape import _CLEAN, CreateCheck
+from conformkit._shape import CLEAN, CreateCheck
 
 
 class Counter(Protocol):
@@ -83,7 +83,7 @@ class Clean(dict[type, object]):
     """Every type's verdict: clean, nothing to check."""
 
     def get(self, key: type, default: object = None) -> object:
-        return _CLEAN
+        return CLEAN
 
 
 class NoCheck:
@@ -110,7 +110,8 @@ async def per_case(
     if not checked:
         plan.check = NoCheck()  # type: ignore[assignment]
     started = time.perf_counter()
-    execution = await plan.run(plan.case_ids, 1)
+    execution = Execution(plan, plan.case_ids)
+    await execution.run(1)
     elapsed = time.perf_counter() - started
     report = execution.report()
     assert all(result.status is ck.CaseStatus.PASSED for result in report.results)

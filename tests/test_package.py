@@ -197,3 +197,167 @@ class TestFinal:
                     continue
                 if value not in meant_for_subclassing:
                     assert getattr(value, "__final__", False), f"{namespace.__name__}.{name}"
+
+
+CORE = Path(ck.__file__).parent
+
+
+def _watch_fields() -> set[str]:
+    """The attributes of a watch: every slot of the watchdog's watch classes."""
+    from conformkit import _watchdog
+
+    return {
+        name
+        for klass in (_watchdog.Guard, _watchdog.Watch, _watchdog.TaskWatch)
+        for base in klass.__mro__
+        for name in getattr(base, "__slots__", ())
+    }
+
+
+def _written_attributes(node: ast.AST) -> list[ast.Attribute]:
+    """The attributes an assignment, a deletion, a loop or a ``with ... as`` writes."""
+    if isinstance(node, ast.Assign):
+        targets: list[ast.expr] = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor):
+        targets = [node.target]
+    elif isinstance(node, ast.withitem):
+        targets = [node.optional_vars] if node.optional_vars is not None else []
+    elif isinstance(node, ast.Delete):
+        targets = list(node.targets)
+    else:
+        return []
+    written = []
+    while targets:
+        target = targets.pop()
+        if isinstance(target, ast.Tuple | ast.List):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
+        elif isinstance(target, ast.Attribute):
+            written.append(target)
+    return written
+
+
+# Writes of a field that a watch has too, to objects that are not watches.
+NOT_WATCHES = {
+    "_report.py": {"result.case_id"},  # a CaseResult being filled in, slot by slot
+}
+
+
+def _watch_writes(path: Path, fields: set[str]) -> list[str]:
+    """
+    Where a module writes a watch's field other than in a method of the watchdog's
+    own watch classes: on another object than ``self``, or on ``self`` in a class
+    that derives from a watch. ``setattr`` with a field's name counts too.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    own = {"Guard", "Watch", "TaskWatch"} if path.name == "_watchdog.py" else set()
+    watches = {"Guard", "Watch", "TaskWatch"}
+    offences = []
+
+    def visit(node: ast.AST, klass: str | None, derived: bool) -> None:
+        if isinstance(node, ast.ClassDef):
+            bases = {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
+            derived_here = bool(bases & watches)
+            if derived_here:
+                watches.add(node.name)
+            for child in node.body:
+                visit(child, node.name, derived_here)
+            return
+        if klass in own:
+            return  # the watch's own methods
+        for attribute in _written_attributes(node):
+            on_self = isinstance(attribute.value, ast.Name) and attribute.value.id == "self"
+            if ast.unparse(attribute) in NOT_WATCHES.get(path.name, ()):
+                continue
+            if attribute.attr in fields and (derived or not on_self):
+                offences.append(f"{path.name}:{attribute.lineno}: {ast.unparse(attribute)}")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in fields
+        ):
+            offences.append(f"{path.name}:{node.lineno}: setattr(..., {node.args[1].value!r})")
+        for inner in ast.iter_child_nodes(node):
+            visit(inner, klass, derived)
+
+    visit(tree, None, False)
+    return offences
+
+
+def _private_imports(path: Path, root: Path = CORE.parent) -> list[str]:
+    """Where a module imports a private name of another conformkit module (not a module)."""
+    package = ".".join(path.relative_to(root).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package += ".__init__"
+    offences = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = package.rsplit(".", node.level)[0] if node.level else ""
+        module = ".".join(part for part in (base, node.module or "") if part)
+        if not module.startswith("conformkit"):
+            continue
+        folder = root.joinpath(*module.split("."))
+        for alias in node.names:
+            name = alias.name
+            is_module = (folder / f"{name}.py").exists() or (folder / name).is_dir()
+            if name.startswith("_") and not name.startswith("__") and not is_module:
+                offences.append(f"{path.relative_to(root)}:{node.lineno}: {module}.{name}")
+    return offences
+
+
+class TestCoreBoundaries:
+    def test_only_the_watch_writes_its_fields(self) -> None:
+        """Stages arm and disarm through the watch's methods: no other code writes its fields."""
+        fields = _watch_fields()
+        assert {"stuck_at", "stage", "due", "frame", "coroutine"} <= fields
+        paths = sorted(CORE.rglob("*.py"))
+        offences = [offence for path in paths for offence in _watch_writes(path, fields)]
+        assert offences == []
+
+    def test_the_watch_rule_sees_every_kind_of_write(self, tmp_path: Path) -> None:
+        """Assignments, chains, tuples, augmented ones, ``with ... as``, setattr and subclasses."""
+        sample = tmp_path / "sample.py"
+        sample.write_text(
+            "class Lane(Watch):\n"
+            "    def arm(self):\n"
+            "        self.stage = 'case'\n"
+            "def run(lane, other):\n"
+            "    lane.stuck_at = other.due = None\n"
+            "    lane.frame, x = None, 1\n"
+            "    lane.grace += 1\n"
+            "    with open() as lane.coroutine: pass\n"
+            "    setattr(lane, 'task', None)\n"
+            "class Plan:\n"
+            "    def __init__(self):\n"
+            "        self.timeout = 1\n",
+            encoding="utf-8",
+        )
+        assert len(_watch_writes(sample, _watch_fields())) == 7
+
+    def test_no_core_module_imports_another_s_private_name(self) -> None:
+        """The core's modules reach each other through names without an underscore."""
+        core = [path for path in sorted(CORE.rglob("*.py")) if "cli" not in path.parts]
+        assert [offence for path in core for offence in _private_imports(path)] == []
+
+    def test_the_private_import_rule_resolves_relative_imports(self, tmp_path: Path) -> None:
+        """``from ._x import _y`` counts; ``from . import _module`` and public names do not."""
+        package = tmp_path / "conformkit"
+        (package / "_inner").mkdir(parents=True)
+        (package / "_other.py").write_text("", encoding="utf-8")
+        (package / "_inner" / "_deep.py").write_text(
+            "from .._other import _hidden, shown\n"
+            "from . import _sibling\n"
+            "from .. import _other\n"
+            "from conformkit._other import _also\n",
+            encoding="utf-8",
+        )
+        (package / "_inner" / "_sibling.py").write_text("", encoding="utf-8")
+        assert _private_imports(package / "_inner" / "_deep.py", tmp_path) == [
+            "conformkit/_inner/_deep.py:1: conformkit._other._hidden",
+            "conformkit/_inner/_deep.py:4: conformkit._other._also",
+        ]

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 import conformkit as ck
-from conformkit._watchdog import set_stuck_hook
+from conformkit._watchdog import Watch, set_stuck_hook
 from test_runner import SHORT, Case, Gate, Probe, Rig, deaf_until, passing, plain, rig, statuses
 
 PAUSE = 0.03  # seconds each stage of a timed case sleeps
@@ -122,6 +122,53 @@ OUTCOMES: dict[str, tuple[Any, dict[str, Any], dict[str, Any], ck.CaseStatus, in
         fails, {"unsupported": {"timed": "no pings"}}, {"probe_unsupported": True}, UNSUPPORTED, 3
     ),
 }  # fmt: skip
+
+
+class TestArming:
+    """Each stage is armed and disarmed through the watch's own start() and stop()."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("runner", ["run_contract", "case.run"])
+    async def test_every_stage_is_armed_by_watch_start_and_disarmed_by_stop(
+        self, runner: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """create, the case and each cleanup, sync or async, start and stop through Watch."""
+        events: list[str] = []
+        start, start_case, stop = Watch.start, Watch.start_case, Watch.stop
+
+        def recorded_start(watch: Watch, stage: str, due: float) -> None:
+            events.append(stage)
+            start(watch, stage, due)
+
+        def recorded_start_case(watch: Watch, case_id: str, timeout: float, due: float) -> None:
+            events.append(f"create {case_id}")
+            start_case(watch, case_id, timeout, due)
+
+        def recorded_stop(watch: Watch) -> None:
+            if events and events[-1] != "stop":  # a stage ended: stopping again changes nothing
+                events.append("stop")
+            stop(watch)
+
+        monkeypatch.setattr(Watch, "start", recorded_start)
+        monkeypatch.setattr(Watch, "start_case", recorded_start_case)
+        monkeypatch.setattr(Watch, "stop", recorded_stop)
+
+        async def async_cleanup(number: int, scope: ck.FeatureScope) -> None:
+            async def later() -> None:
+                await anyio.lowlevel.checkpoint()
+
+            scope.defer(later)
+
+        r = rig({"one": passing("one"), "two": passing("two")}, on_create=async_cleanup)
+        if runner == "run_contract":
+            report = await ck.run_contract(r.implementation, r.suite)
+            assert statuses(report) == [PASSED, PASSED]
+        else:
+            for case in ck.contract_cases(r.implementation, r.suite):
+                await case.run()
+        # The async cleanup, registered last, runs first.
+        each_case = ["case", "stop", "cleanup", "stop", "cleanup", "stop"]
+        assert events == ["create one", *each_case, "create two", *each_case]
 
 
 class TestDurations:

@@ -423,7 +423,7 @@ class TestWhere:
 
         frames = [  # outermost first, as a traceback lists them
             frame("/project/tests/test_store.py", "test_store", 7),
-            frame(package / "_runner.py", "_stretch"),
+            frame(package / "_runner" / "execution.py", "_stretch"),
             frame(package / "profiles" / "mapping.py", "reads", 12),
             library(asyncio, "run"),
             library(anyio, "checkpoint"),
@@ -540,6 +540,57 @@ class TestRegistration:
         with Watch(1.0):
             names = [thread.name for thread in threading.enumerate()]
         assert "conformkit watchdog" in names
+
+
+class TestArming:
+    """The methods through which the host arms, disarms and equips a watch."""
+
+    def test_start_case_arms_the_create_stage_as_start_does(self) -> None:
+        """start_case() names the case and its deadline, and arms 'create' exactly as start()."""
+        by_start, by_start_case = Watch(2.0), Watch(2.0)
+        for watch in (by_start, by_start_case):
+            watch.first_cancel = 1.0  # a cancellation the previous stage saw
+        by_start.start("create", 10.0)
+        by_start_case.start_case("reads", 3.0, 10.0)
+        fields = ("stage", "due", "first_cancel", "stuck_at")
+        assert [getattr(by_start_case, name) for name in fields] == [
+            getattr(by_start, name) for name in fields
+        ]
+        assert (by_start_case.stage, by_start_case.stuck_at, by_start_case.first_cancel) == (
+            "create",
+            11.0,  # a second's grace
+            None,
+        )
+        assert (by_start_case.case_id, by_start_case.timeout) == ("reads", 3.0)
+        assert by_start_case.label() == "case 'reads' (stage 'create')"
+
+    def test_stop_disarms(self) -> None:
+        """A stopped stage is no longer armed: the watchdog thread leaves it alone."""
+        watch = Watch(1.0)
+        watch.start("cleanup", 5.0)
+        assert watch.stuck_at == 6.0
+        watch.stop()
+        assert watch.stuck_at is None
+
+    def test_release_lets_go_of_the_run(self) -> None:
+        """What connect() and follow() gave the watch is let go of by release()."""
+        watch = Watch(1.0)
+
+        def means(watch: Watch, stage: float) -> None: ...
+
+        async def code() -> None: ...
+
+        coroutine = code()
+        watch.connect("feature", means, means)
+        watch.follow(coroutine, "driver")
+        assert (watch.feature_id, watch.interrupt, watch.wake) == ("feature", means, means)
+        assert (watch.coroutine, watch.driver) == (coroutine, "driver")
+        watch.release()
+        coroutine.close()
+        assert [watch.interrupt, watch.wake, watch.frame, watch.coroutine, watch.driver] == [
+            None
+        ] * 5
+        assert watch.feature_id == "feature"  # what the stuck hook's message names
 
 
 class TestTaskWatch:

@@ -594,6 +594,19 @@ class Feature(Generic[API, CaseName]):
         }
 
 
+# The feature's protocol with the rest of the core: functions, not methods, so that a
+# Feature shows its users no more than its public API. They are the methods themselves.
+
+check_case: Final = Feature._check_case
+"""``check_case(feature, name, where)``: a suite's or coverage's case name must be declared."""
+
+expand_cases: Final = Feature._expand_cases
+"""``expand_cases(feature, claims, owner)``: the cases an implementation is checked on."""
+
+resolve_coverage: Final = Feature._resolve_coverage
+"""``resolve_coverage(feature, coverage, expansion, owner)``: the coverage of each case."""
+
+
 def declared_api(feature: object) -> object:
     """The API type a feature was declared with, ``Feature[API](...)``; ``None`` if unknown."""
     arguments = typing.get_args(getattr(feature, "__orig_class__", None))

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, final
 
 from ._exceptions import ContractDefinitionError
-from ._feature import API, CaseName, Coverage, Feature
+from ._feature import API, CaseName, Coverage, Feature, expand_cases, resolve_coverage
 from ._util import callable_name, check_timeout
 
 if TYPE_CHECKING:
@@ -157,8 +157,8 @@ class FeatureImplementation(ABC, Generic[API, CaseName]):
             return  # an abstract intermediate base, until an instance is used
         if not isinstance(feature, Feature):
             raise ContractDefinitionError(_undeclared(cls, "feature", feature))
-        feature._resolve_coverage(
-            coverage, feature._expand_cases(getattr(cls, "claims", None), owner), owner
+        resolve_coverage(
+            feature, coverage, expand_cases(feature, getattr(cls, "claims", None), owner), owner
         )
 
     @abstractmethod

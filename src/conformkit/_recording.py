@@ -35,7 +35,7 @@ _SPECIAL: Final = (
     "__anext__",
     "__next__",
 )
-_NOT_OPERATIONS: Final = frozenset(dir(object)) | frozenset(dir(typing.Protocol)) | {"_is_protocol"}
+NOT_OPERATIONS: Final = frozenset(dir(object)) | frozenset(dir(typing.Protocol)) | {"_is_protocol"}
 
 
 @final
@@ -415,7 +415,7 @@ class CallRecorder(CallAssertions):
         return result
 
 
-class _RecordingProxy:
+class RecordingProxy:
     __slots__ = ("_conformkit_recorder", "_conformkit_target")
 
     _conformkit_target: Any
@@ -439,17 +439,22 @@ class _RecordingProxy:
         return f"<recording {self._conformkit_target!r}>"
 
 
-_proxy_classes: dict[type, type[_RecordingProxy]] = {}
+def target_of(proxy: RecordingProxy) -> Any:
+    """The API behind a recording proxy."""
+    return proxy._conformkit_target
 
 
-def _proxy_class(target: type) -> type[_RecordingProxy]:
+_proxy_classes: dict[type, type[RecordingProxy]] = {}
+
+
+def _proxy_class(target: type) -> type[RecordingProxy]:
     """A proxy class with the special methods ``target`` has, made once per type."""
     cached = _proxy_classes.get(target)
     if cached is not None:
         return cached
 
     def special(name: str) -> Callable[..., Any]:
-        def forward(self: _RecordingProxy, *args: Any, **kwargs: Any) -> Any:
+        def forward(self: RecordingProxy, *args: Any, **kwargs: Any) -> Any:
             method = getattr(self._conformkit_target, name)
             return self._conformkit_recorder._record(name, method, args, kwargs)
 
@@ -460,7 +465,7 @@ def _proxy_class(target: type) -> type[_RecordingProxy]:
     for name in _SPECIAL:
         if callable(getattr(target, name, None)):
             namespace[name] = special(name)
-    made = type(f"Recording{target.__name__}", (_RecordingProxy,), namespace)
+    made = type(f"Recording{target.__name__}", (RecordingProxy,), namespace)
     _proxy_classes[target] = made
     return made
 
@@ -478,7 +483,7 @@ def api_operations(api_type: object) -> tuple[str, ...] | None:
         name
         for name in dir(api_type)
         if (not name.startswith("_") or name in _SPECIAL)
-        and name not in _NOT_OPERATIONS
+        and name not in NOT_OPERATIONS
         and callable(getattr(api_type, name, None))
     )
     return tuple(sorted(names))

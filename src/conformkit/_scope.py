@@ -105,7 +105,7 @@ class FeatureScope:
         self._state: _State = _OPEN
         self._closing: anyio.Event | None = None
         self._closed: anyio.Event | None = None
-        self._background: _Background | None = None
+        self._background: Background | None = None
         # Whether closing awaited (shielded) anything: an outside cancellation
         # that arrived meanwhile is still pending, and the host must honour it.
         self._awaited = False
@@ -185,7 +185,7 @@ class FeatureScope:
         # here, leaving nothing for the closing to wait for.
         name = _task_name(function) if name is None else str(name)
         if self._background is None:
-            self._background = _Background()
+            self._background = Background()
         self._background.live += 1
         self._spawner.start_soon(self._run_background, function, args, name, name=name)
 
@@ -214,10 +214,11 @@ class FeatureScope:
                         watch = TaskWatch(self._timeout, self._feature_id, self._case_id, name)
                         background.watches.add(watch)
                         try:
-                            watch.coroutine = coroutine = function(*args)
-                            watch.driver = driver = interruptible(coroutine, watch)
-                            if background.due is not None:  # it started as the join began
-                                watch.arm(background.due, background.wake)
+                            coroutine = function(*args)
+                            driver = interruptible(coroutine, watch)
+                            watch.follow(coroutine, driver)
+                            if background.deadline is not None:  # it started as the join began
+                                watch.arm(background.deadline, background.waker)
                             await driver
                         finally:
                             background.watches.discard(watch)
@@ -225,7 +226,7 @@ class FeatureScope:
                                 watch.__exit__()
                             # What refers back to the watch: a cycle, otherwise. Not
                             # `wake`, which the watchdog's thread may be about to call.
-                            watch.coroutine = watch.driver = None
+                            watch.follow(None, None)
                 except StageStuck as stuck:
                     background.interrupted = stuck_detail(stuck)
                     background.stuck.add(name)
@@ -245,20 +246,20 @@ class FeatureScope:
 
     def _close_soon(
         self, now: float | None = None
-    ) -> list[BaseException] | Coroutine[Any, Any, list[BaseException]]:
+    ) -> list[BaseException] | Coroutine[Any, Any, Closed]:
         """
         Close the scope as :meth:`_close` does, at once when that awaits nothing:
-        the failures, or else the coroutine that finishes closing, to await.
+        the failures; or else the coroutine that finishes closing, to await,
+        whose :class:`Closed` tells what else the host must know.
 
         Closing awaits nothing when the scope is open, has no background work and
         its cleanups are sync, as most are; a coroutine would cost more than the
         rest of closing then.
 
-        :param now: ``clock()`` read just now, if the caller did; under a
-            deadline, ``_begun`` is when the last cleanup ended, once closed.
+        :param now: ``clock()`` read just now, if the caller did.
         """
         if self._state is not _OPEN or self._background is not None:
-            return self._close()
+            return self._close_with_outcome()
         self._state = _CLOSING
         errors: list[BaseException] = []
         self._outcome = errors
@@ -299,6 +300,10 @@ class FeatureScope:
         Close the scope once and return the failures; later and concurrent callers
         get the same list.
         """
+        return (await self._close_with_outcome()).errors
+
+    async def _close_with_outcome(self) -> Closed:
+        """Close the scope as :meth:`_close` does; tell what closing did."""
         # Only a scope closing already, or with background work, can be closed
         # from its own cleanup or work: the others do not look.
         within = _within.get() if self._state is not _OPEN or self._background is not None else None
@@ -315,7 +320,7 @@ class FeatureScope:
                     self._closed = anyio.Event()
                 with anyio.CancelScope(shield=True):
                     await self._closed.wait()
-            return self._outcome
+            return Closed(self._outcome, self._awaited, None)
         self._state = _CLOSING
         errors: list[BaseException] = []
         self._outcome = errors
@@ -339,13 +344,13 @@ class FeatureScope:
             if self._closed is not None:
                 self._closed.set()
             raise
-        errors = await self._finish_close(pending, errors)
+        closed = await self._finish_close(pending, errors)
         if interrupt is not None:
             # A cancellation that reached the shielded wait for the work: asyncio's
             # for Ctrl-C, which its runner turns into KeyboardInterrupt. It is this
             # task's own, raised once closing is done; other closers get the outcome.
             raise interrupt
-        return errors
+        return closed
 
     def _clean_up(
         self,
@@ -372,48 +377,41 @@ class FeatureScope:
         timeout = self._timeout
         watch = self._watch or _UNWATCHED
         if ended is None:
-            watch.stage = "cleanup"
-            # No cancellation reached the cleanups yet; nor, in a run, the lane's
-            # next case, which every case's closing comes before.
-            if watch.first_cancel is not None:
-                watch.first_cancel = None
             self._begun = 0.0 if start is None else start
-        stuck_after = watch.grace + (timeout or 0.0)
+        span = timeout or 0.0
         cleanup = ended
         while True:
-            if cleanup is not None:
+            if cleanup is not None and timeout is not None:
                 # It ended: it failed if it overran; the next one starts now.
-                if watch.pending:
-                    watch.settle()
-                if timeout is not None:
-                    now = clock()
-                    ran = now - self._begun
-                    if detail is not None or ran > timeout:
-                        name = _cleanup_name(cleanup, errors)
-                        errors.append(self._overrun(f"cleanup {name}", ran, detail))
-                    self._begun = now
+                now = clock()
+                ran = now - self._begun
+                if detail is not None or ran > timeout:
+                    name = _cleanup_name(cleanup, errors)
+                    errors.append(self._overrun(f"cleanup {name}", ran, detail))
+                self._begun = now
             if not cleanups:
                 return None
             cleanup = cleanups.pop()
             detail = None
-            watch.stuck_at = self._begun + stuck_after
+            # Armed afresh: no cancellation reached this cleanup yet.
+            watch.start("cleanup", self._begun + span)
             try:
                 result = cleanup()
                 if result is not None and inspect.isawaitable(result):
                     return cleanup, result
-                watch.stuck_at = None  # no call before: nothing may interrupt it
+                watch.stop()
             except StageStuck as stuck:
-                watch.stuck_at = None
+                watch.stop()
                 detail = stuck_detail(stuck)
             except BaseException as exc:
-                watch.stuck_at = None
+                watch.stop()
                 errors.append(exc)
 
     async def _finish_close(
         self,
         pending: tuple[Callable[[], object], Awaitable[object]] | None,
         errors: list[BaseException],
-    ) -> list[BaseException]:
+    ) -> Closed:
         """Await the async cleanup ``pending`` and run the rest; the scope is closed then."""
         watch = self._watch or _UNWATCHED
         try:
@@ -423,24 +421,24 @@ class FeatureScope:
                 detail: str | None = None
                 try:
                     detail = await self._await_cleanup(result)
-                    watch.stuck_at = None  # no call before: nothing may interrupt it
+                    watch.stop()
                 except StageStuck as stuck:
-                    watch.stuck_at = None
+                    watch.stop()
                     detail = stuck_detail(stuck)
                 except BaseException as exc:
-                    watch.stuck_at = None
+                    watch.stop()
                     errors.append(exc)
-                # However it ended: the next cleanup is a stage no cancellation reached yet.
-                watch.first_cancel = None
                 pending = self._clean_up(errors, ended=cleanup, detail=detail)
         finally:
             self._state = _CLOSED
             if self._closed is not None:
                 self._closed.set()
-        return errors
+        background = self._background
+        outlived = background if background is not None and background.outlived else None
+        return Closed(errors, self._awaited, outlived)
 
     async def _join_background(
-        self, background: _Background, errors: list[BaseException]
+        self, background: Background, errors: list[BaseException]
     ) -> BaseException | None:
         """
         Cancel the background work and wait for it to end, under the deadline; keep
@@ -458,8 +456,8 @@ class FeatureScope:
             begun = clock()
             timeout = self._timeout
             if timeout is not None:
-                background.due = due = begun + timeout
-                background.wake = wake = waker()
+                background.deadline = due = begun + timeout
+                background.waker = wake = waker()
                 for watch in list(background.watches):
                     watch.arm(due, wake)
             overran = outlived = not await waited.wait(done, _deadline(timeout))
@@ -536,12 +534,35 @@ class FeatureScope:
 
 
 @final
-class _Background:
+class Closed:
+    """
+    What closing a scope that could not close at once tells its host.
+
+    :ivar errors: the failures of its cleanups and background work.
+    :ivar awaited: whether closing awaited anything (shielded): it joined
+        background work or ran an async cleanup, and an outside cancellation
+        that came meanwhile is still to be honoured.
+    :ivar outlived: the scope's background work, when some of it outlived its
+        join: what it raises later belongs in the run's report.
+    """
+
+    __slots__ = ("awaited", "errors", "outlived")
+
+    def __init__(
+        self, errors: list[BaseException], awaited: bool, outlived: Background | None
+    ) -> None:
+        self.errors = errors
+        self.awaited = awaited
+        self.outlived = outlived
+
+
+@final
+class Background:
     """The background work of one scope: how many tasks live, their scopes and errors."""
 
     __slots__ = (
+        "deadline",
         "done",
-        "due",
         "errors",
         "interrupted",
         "late",
@@ -551,7 +572,7 @@ class _Background:
         "scopes",
         "stuck",
         "timed_out",
-        "wake",
+        "waker",
         "watches",
     )
 
@@ -561,10 +582,10 @@ class _Background:
         self.outlived = False  # ... and the work did not end even when interrupted
         self.scopes: set[anyio.CancelScope] = set()
         # The work's watches, under a deadline; armed by the join, which sets
-        # `due`, its deadline, and `wake`, how the watchdog wakes work on asyncio.
+        # `deadline`, its own, and `waker`, how the watchdog wakes work on asyncio.
         self.watches: set[TaskWatch] = set()
-        self.due: float | None = None
-        self.wake: Callable[[Watch, float], None] | None = None
+        self.deadline: float | None = None
+        self.waker: Callable[[Watch, float], None] | None = None
         self.stuck: set[str] = set()  # the names of the tasks running past the deadline
         self.errors: list[BaseException] = []
         self.done: anyio.Event | None = None
@@ -652,6 +673,36 @@ class OwnTasks:
 
 OWN_TASKS: Final = OwnTasks()
 """The one :class:`OwnTasks` of the process: it keeps no state but the tasks running."""
+
+
+# -- the scope's protocol with the rest of the core -----------------------------------------
+# Functions, not methods, so that FeatureScope shows users no more than its public API.
+# `close_soon` and `close` are the methods themselves: the runner's hot path pays no
+# call more for them.
+
+close_soon: Final = FeatureScope._close_soon
+"""``close_soon(scope, now)``: close a scope, at once when it awaits nothing (the runner)."""
+
+close: Final = FeatureScope._close
+"""``await close(scope)``: close a scope once; every caller gets its failures."""
+
+
+def is_closed(scope: FeatureScope) -> bool:
+    """Whether ``scope`` has finished closing."""
+    return scope._state is _CLOSED
+
+
+def case_of(scope: FeatureScope) -> str | None:
+    """The case ``scope`` was opened for; ``None`` for a session's."""
+    return scope._case_id
+
+
+def twin_of(scope: FeatureScope) -> FeatureScope:
+    """
+    A fresh scope beside ``scope``: of the same feature and case, its background
+    work started alike, under the same deadline; no run watches its cleanups.
+    """
+    return FeatureScope(scope._spawner, scope._feature_id, scope._case_id, scope._timeout)
 
 
 _UNWATCHED: Final = Watch(None)

@@ -21,19 +21,16 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
-import anyio
-
 from ._feature import declared_api
-from ._recording import _RecordingProxy
-from ._watchdog import StageStuck
+from ._recording import RecordingProxy, target_of
 
 if TYPE_CHECKING:
     from ._scope import FeatureScope
 
-__all__ = ["CreateCheck", "open_twin", "session_check"]
+__all__ = ["CLEAN", "CreateCheck", "session_check"]
 
 _MISSING: Final = object()
 
@@ -209,7 +206,7 @@ def _listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-_CLEAN: Final = _Verdict([], [], [])
+CLEAN: Final = _Verdict([], [], [])
 """The verdict on a type of object with nothing wrong, and nothing to look for per object."""
 _PROXY: Final = _Verdict([], [], [])
 """The verdict on a recording proxy's class: what counts is the object behind it."""
@@ -240,10 +237,10 @@ class CreateCheck:
         verdict = self.verdicts.get(klass)
         if verdict is None:
             verdict = self.verdicts[klass] = self._judge(klass)
-        if verdict is _CLEAN:
+        if verdict is CLEAN:
             return None
         if verdict is _PROXY:
-            return self.shape(cast("_RecordingProxy", target)._conformkit_target)
+            return self.shape(target_of(cast("RecordingProxy", target)))
         if target is None:
             instead = "" if self.declared is None else f", not a {self.declared.name}"
             return TypeError(f"create() returned None (a forgotten return?){instead}")
@@ -256,7 +253,7 @@ class CreateCheck:
                 if value is _MISSING or (member.is_async and _sync(value)):
                     break
             else:
-                self.verdicts[klass] = _CLEAN
+                self.verdicts[klass] = CLEAN
                 return None
         declared = cast("_Declared", self.declared)
         found = _Verdict(list(verdict.missing), list(verdict.sync), [])
@@ -271,16 +268,16 @@ class CreateCheck:
         return TypeError(f"create() returned {klass.__name__}, {_listed(problems)}")
 
     def _judge(self, klass: type) -> _Verdict:
-        """What a type of object lacks, once: :data:`_CLEAN` when nothing, nor per object."""
-        if issubclass(klass, _RecordingProxy):
+        """What a type of object lacks, once: :data:`CLEAN` when nothing, nor per object."""
+        if issubclass(klass, RecordingProxy):
             return _PROXY  # its target is checked, each time
         if klass is types.NoneType:
-            return _CLEAN if self.admits_none else _Verdict(["None"], [], [])
+            return CLEAN if self.admits_none else _Verdict(["None"], [], [])
         if self.declared is None:
-            return _CLEAN
+            return CLEAN
         verdict = _judge(klass, self.declared)
         if not (verdict.per_object or verdict.missing or verdict.sync):
-            return _CLEAN
+            return CLEAN
         return verdict
 
     def admit(
@@ -305,9 +302,9 @@ class CreateCheck:
             the API of another live scope.
         """
         klass = type(created)
-        if self.verdicts.get(klass) is not _CLEAN:
-            if issubclass(klass, _RecordingProxy):  # a recorder the implementation wrapped
-                created = cast("_RecordingProxy", created)._conformkit_target
+        if self.verdicts.get(klass) is not CLEAN:
+            if issubclass(klass, RecordingProxy):  # a recorder the implementation wrapped
+                created = target_of(cast("RecordingProxy", created))
                 klass = type(created)
             problem = self.shape(created)
             if problem is not None:
@@ -340,59 +337,16 @@ class CreateCheck:
 
 
 def _label(scope: FeatureScope) -> str:
-    case_id = scope._case_id
+    from ._scope import case_of  # which imports this module
+
+    case_id = case_of(scope)
     return "an open_feature session" if case_id is None else f"case {case_id!r}"
 
 
 def _is_live(scope: FeatureScope) -> bool:
-    from ._scope import _CLOSED
+    from ._scope import is_closed  # which imports this module
 
-    return scope._state is not _CLOSED
-
-
-async def open_twin(
-    create: Callable[[FeatureScope], Any], scope: FeatureScope, check: CreateCheck
-) -> None:
-    """
-    Create a second API while the case's own is live, check that it is another
-    object, and dispose of it: how ``check_isolation`` exercises isolation
-    whatever the concurrency.
-
-    :raises BaseException: what the second ``create`` or its cleanups raised, or
-        the :exc:`TypeError` that says isolation is broken.
-    """
-    from ._scope import FeatureScope, raise_together
-
-    case = f"case {scope._case_id!r}"
-    what = f"a second API created alongside {case} to check isolation"
-    label = f"the second API created alongside {case} to check isolation"
-    twin = FeatureScope(scope._spawner, scope._feature_id, scope._case_id, scope._timeout)
-    identity: int | None = None
-    error: BaseException | None = None
-    try:
-        created = create(twin)
-        if inspect.isawaitable(created):
-            created = await created
-    except BaseException as exc:
-        error = exc
-        # SystemExit and the like are create()'s doing too; Ctrl-C, a cancellation
-        # or the watchdog's interrupt come from outside, and say nothing of create().
-        if not isinstance(exc, KeyboardInterrupt | StageStuck | anyio.get_cancelled_exc_class()):
-            exc.add_note(f"raised by create() for {what}")
-    else:
-        try:
-            identity = check.admit(created, twin, label, alongside=f", for {what},")
-        except TypeError as exc:
-            error = exc
-    errors = await twin._close()
-    if identity is not None:
-        check.release(identity, twin)
-    if error is not None:
-        if errors:
-            raise_together(f"{what} failed, and so did {len(errors)} cleanup(s)", [error, *errors])
-        raise error
-    if errors:
-        raise_together(f"{len(errors)} cleanup(s) of {what} failed", errors)
+    return not is_closed(scope)
 
 
 @functools.lru_cache(maxsize=128)

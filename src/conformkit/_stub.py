@@ -11,7 +11,7 @@ from typing import Any, Final, Generic, TypeVar, final
 from ._exceptions import ContractDefinitionError, LawViolation
 from ._feature import suggest
 from ._recording import (
-    _NOT_OPERATIONS,
+    NOT_OPERATIONS,
     Call,
     CallAssertions,
     api_operations,
@@ -232,7 +232,7 @@ def _members(api_type: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     public = sorted(
         name
         for name in attributes
-        if not name.startswith("_") and name not in _NOT_OPERATIONS and name not in operations
+        if not name.startswith("_") and name not in NOT_OPERATIONS and name not in operations
     )
     return operations, tuple(public)
 

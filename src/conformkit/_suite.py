@@ -6,10 +6,10 @@ import dis
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import FunctionType
-from typing import Any, Generic, TypeAlias, TypeVar, final, overload
+from typing import Any, Final, Generic, TypeAlias, TypeVar, final, overload
 
 from ._exceptions import ContractDefinitionError
-from ._feature import API, CaseName, Feature, declared_api
+from ._feature import API, CaseName, Feature, check_case, declared_api
 from ._util import callable_location, check_timeout
 
 CaseFunction: TypeAlias = Callable[[API], Awaitable[None] | None]
@@ -65,7 +65,7 @@ class ContractSuite(Generic[API, CaseName]):
         timeout: float | None = None,
     ) -> None:
         feature = self.feature
-        feature._check_case(name, f"suite of feature {feature.id!r}")
+        check_case(feature, name, f"suite of feature {feature.id!r}")
         if timeout is not None:
             timeout = check_timeout(
                 timeout, what=f"timeout of case {name!r} of feature {feature.id!r}", optional=False
@@ -234,6 +234,18 @@ class ContractSuite(Generic[API, CaseName]):
                 f"suite of feature {self.feature.id!r} has no function for case(s) "
                 f"{', '.join(map(repr, missing))}"
             )
+
+
+# The suite's protocol with the rest of the core: functions, not methods, so that a
+# ContractSuite shows its users no more than its public API.
+
+check_complete: Final = ContractSuite._check_complete
+"""``check_complete(suite)``: raise unless the suite has a function for every case."""
+
+
+def case_functions(suite: ContractSuite[Any, Any]) -> dict[str, Any]:
+    """The suite's functions by case or family name, in the order they were added."""
+    return suite._cases
 
 
 def _async_only(api_type: type) -> tuple[str, ...]:

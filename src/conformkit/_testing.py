@@ -171,7 +171,7 @@ def _host_paths() -> list[Path]:
         file = getattr(module, "__file__", None)
         if file:
             folders.append(Path(file).parent)
-    return [*folders, here / "_runner.py", here / "_scope.py", Path(__file__)]
+    return [*folders, here / "_runner", here / "_scope.py", Path(__file__)]
 
 
 # Shown as conformkit.Name, like every export, whichever way it was first imported.

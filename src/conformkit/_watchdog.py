@@ -59,7 +59,6 @@ __all__ = [
     "interruptible",
     "leave_threads_behind",
     "print_stuck",
-    "raise_in_thread",
     "set_stuck_hook",
     "stuck_detail",
     "summary",
@@ -148,14 +147,16 @@ class Watch(Guard):
     """
     One stage at a time, watched from outside the event loop.
 
-    The host arms it when a stage starts and disarms it when the stage ends; both
-    are attribute writes, cheap enough for every stage of every case. The
+    The host arms it when a stage starts (:meth:`start`, :meth:`start_case`) and
+    disarms it when the stage ends (:meth:`stop`); its other fields are set
+    through its methods too, by the host and by the watchdog thread alike. Each
+    is a few attribute writes, cheap enough for every stage of every case. The
     runner's lanes are watches.
 
     :ivar stuck_at: the :func:`clock` time after which the armed stage is stuck, or
         ``None`` when no stage is armed. It also tells stages apart, so that a
         look the watchdog took at one stage is never acted on at the next.
-    :ivar due: when the armed stage must end (of a cleanup: not kept).
+    :ivar due: when the armed stage must end.
     :ivar stage: the armed stage: ``"create"``, ``"case"`` or ``"cleanup"``; the
         cancellations of a cleanup are not intercepted (each async cleanup is
         guarded on its own); ``"background"`` for background work being joined.
@@ -165,12 +166,15 @@ class Watch(Guard):
         the watched code runs there; if ``None``, the frame of ``coroutine``.
     :ivar coroutine: the watched code's coroutine, whose frames show where it
         waits when it does not run.
+    :ivar driver: what the watched code's task awaits, by which the task is found
+        to wake it (:func:`waker`).
     :ivar stack: the stack of the stuck code, once the watchdog looked at it.
     """
 
     __slots__ = (
         "case_id",
         "coroutine",
+        "driver",
         "feature_id",
         "forced",
         "frame",
@@ -208,6 +212,7 @@ class Watch(Guard):
         self.missed: float | None = None
         self.frame: FrameType | None = None
         self.coroutine: object = None
+        self.driver: object = None
         self.thread_id = _thread.get_ident()
         self.lock: _thread.LockType | None = None  # made by the watchdog, if it raises
         # Set by the host: interrupt the event loop's thread (a signal), and wake
@@ -251,11 +256,56 @@ class Watch(Guard):
         self.first_cancel = None
         self.stuck_at = due + self.grace
 
+    def start_case(self, case_id: str, timeout: float, due: float) -> None:
+        """Watch the first stage, ``create``, of a case whose stages each have ``timeout``."""
+        self.case_id = case_id
+        self.timeout = timeout
+        # As start() does: a call more would cost a tenth of a trivial case's arming.
+        self.stage = "create"
+        self.due = due
+        self.first_cancel = None
+        self.stuck_at = due + self.grace
+
     def stop(self) -> None:
         """The stage ended; stop watching it."""
         self.stuck_at = None
         if self.pending:
             self.settle()
+
+    def follow(self, coroutine: object, driver: object) -> None:
+        """
+        Watch the code that runs ``coroutine``, in a task that awaits ``driver``;
+        ``None`` for both lets go of them, which refer back to the watch.
+        """
+        self.coroutine = coroutine
+        self.driver = driver
+
+    def connect(
+        self,
+        feature_id: str,
+        interrupt: Callable[[Watch, float], None] | None,
+        wake: Callable[[Watch, float], None] | None,
+    ) -> None:
+        """
+        Say whose stages are watched, and how the watchdog thread interrupts the
+        event loop's thread (``None``: it raises into it) and wakes a task that
+        no cancellation reaches (``None``: it cannot).
+        """
+        self.feature_id = feature_id
+        self.interrupt = interrupt
+        self.wake = wake
+
+    def set_waker(self, wake: Callable[[Watch, float], None] | None) -> None:
+        """How the watchdog thread wakes a task that no cancellation reaches, from now on."""
+        self.wake = wake
+
+    def release(self) -> None:
+        """
+        Let go of what refers back to the watch or to its run, once the run
+        ended: cycles that only the garbage collector would break, at a cost
+        that grows with everything else alive.
+        """
+        self.interrupt = self.wake = self.frame = self.coroutine = self.driver = None
 
     def settle(self) -> None:
         """Withdraw an exception raised into the thread that it has not seen yet."""
@@ -269,6 +319,42 @@ class Watch(Guard):
             except StageStuck:
                 continue  # it arrived just now: withdrawn all the same
             return
+
+    def raise_in_thread(self, stage: float) -> None:
+        """Raise StageStuck in the event loop's thread, unless the stage ends first."""
+        if self.lock is None:
+            self.lock = _thread.allocate_lock()
+        self.pending = True  # before the look at the stage: see stop()
+        with self.lock:
+            if self.stuck_at != stage:
+                self.pending = False
+            elif _in_loop(sys._current_frames().get(self.thread_id)):
+                # Held back, and tried again. The exception lands at the thread's next
+                # check, which may be in the loop's code all the same: a race that a
+                # signal, on the main thread, does not have (see interrupt_at()).
+                self.pending = False
+                self.missed = stage
+            else:
+                _set_async_exc(self.thread_id, StageStuck)
+
+    def hold_back(self, stage: float) -> None:
+        """The interruption of ``stage`` found the event loop's own code running: try again."""
+        self.missed = stage
+
+    def retry_missed(self, stage: float) -> bool:
+        """Whether the interruption of ``stage`` was held back, to try again now."""
+        if self.missed != stage:
+            return False
+        self.missed = None
+        return True
+
+    def woken(self) -> None:
+        """The watchdog woke the task where no cancellation reached it: that wakes it."""
+        self.forced = True
+
+    def caught(self, stack: str) -> None:
+        """Where the stuck code was when the watchdog looked at it, formatted."""
+        self.stack = stack
 
     def intercept(self, exc: BaseException, coroutine: object) -> BaseException:
         """
@@ -305,11 +391,9 @@ class TaskWatch(Watch):
     asyncio, where no cancellation reaches it). The join waits a grace more; if
     the work still runs a grace after that, it could not be interrupted, and the
     watchdog hands it to the stuck hook, once, whether or not the join still waits.
-
-    :ivar driver: what the work's task awaits, by which the task is found to wake it.
     """
 
-    __slots__ = ("driver",)
+    __slots__ = ()
 
     def __init__(self, timeout: float, feature_id: str, case_id: str | None, task: str) -> None:
         super().__init__(timeout)
@@ -318,7 +402,6 @@ class TaskWatch(Watch):
         self.feature_id = feature_id
         self.case_id = case_id or ""
         self.task = task
-        self.driver: object = None
         # Sync code of the work that holds the event loop is not interrupted: an
         # exception raised into the thread would land only as its call returns,
         # cutting short a wind-down that was ending. It is reported if it goes on.
@@ -464,9 +547,9 @@ def waker() -> Callable[[Watch, float], None] | None:
 
     def wake_task(watch: Watch, stage: float) -> None:
         if watch.stuck_at == stage and watch.stage != "cleanup":
-            task = _task_awaiting(asyncio.all_tasks(loop), getattr(watch, "driver", None))
+            task = _task_awaiting(asyncio.all_tasks(loop), watch.driver)
             if task is not None:
-                watch.forced = True
+                watch.woken()
                 task.cancel()
 
     def wake(watch: Watch, stage: float) -> None:
@@ -552,8 +635,9 @@ def _loop_files() -> tuple[str, ...]:
 
 def _library_files() -> tuple[str, ...]:
     """Folders whose frames say nothing about where the code under test was."""
-    own = tuple(
-        os.path.join(_PACKAGE, name) for name in ("_runner.py", "_scope.py", "_watchdog.py")
+    own = (
+        os.path.join(_PACKAGE, "_runner") + os.sep,  # the runner's package
+        *(os.path.join(_PACKAGE, name) for name in ("_scope.py", "_watchdog.py")),
     )
     return own + _loop_files()
 
@@ -583,7 +667,7 @@ def interrupt_at(watch: Watch, stage: float, frame: FrameType | None) -> None:
     while current is not None:
         if current is running:
             if _in_loop(frame):
-                watch.missed = stage
+                watch.hold_back(stage)
                 return
             raise watch.stuck()
         current = current.f_back
@@ -690,6 +774,16 @@ class _Watchdog:
                     )
                     self.thread.start()
 
+    def forked(self) -> None:
+        """In a child process, which has no watchdog thread: one is started when next needed."""
+        self.thread = None
+        # Another thread may have held these at the fork.
+        import threading
+
+        self.lock = _thread.allocate_lock()
+        self.wake = threading.Event()
+        self.sleeping = False
+
     def discard(self, watch: Watch) -> None:
         self.watches.discard(watch)
         if self.fired:
@@ -734,9 +828,8 @@ class _Watchdog:
                 if fired is None or fired[0] != stuck_at:
                     self.fired[watch] = (stuck_at, now + watch.grace)
                     _fire(watch, stuck_at)
-                elif watch.missed == stuck_at and now < fired[1]:
-                    watch.missed = None  # held back in the loop's code: once more
-                    _fire(watch, stuck_at)
+                elif now < fired[1] and watch.retry_missed(stuck_at):
+                    _fire(watch, stuck_at)  # held back in the loop's code: once more
                 elif now >= fired[1] > 0:
                     self.fired[watch] = (stuck_at, 0.0)  # reported once
                     _report(watch, stuck_at)
@@ -746,11 +839,11 @@ def _fire(watch: Watch, stage: float) -> None:
     """A stage is stuck: interrupt it where it runs."""
     if on_thread_stack(watch.thread_id, watch.running_frame()):
         # The event loop's thread is running the stage: sync code blocks the loop.
-        watch.stack = format_frames(thread_frames(watch.thread_id))
+        watch.caught(format_frames(thread_frames(watch.thread_id)))
         if watch.interrupt is not None:
             watch.interrupt(watch, stage)
         else:
-            raise_in_thread(watch, stage)
+            watch.raise_in_thread(stage)
     elif watch.wake is not None:
         watch.wake(watch, stage)
 
@@ -764,26 +857,8 @@ def _report(watch: Watch, stage: float) -> None:
     stack = format_frames(_to_own_code(frames))
     if watch.stuck_at != stage:
         return  # it ended meanwhile
-    watch.stack = stack
+    watch.caught(stack)
     _stuck_hook(watch)
-
-
-def raise_in_thread(watch: Watch, stage: float) -> None:
-    """Raise StageStuck in the event loop's thread, unless the stage ends first."""
-    if watch.lock is None:
-        watch.lock = _thread.allocate_lock()
-    watch.pending = True  # before the look at the stage: see Watch.stop()
-    with watch.lock:
-        if watch.stuck_at != stage:
-            watch.pending = False
-        elif _in_loop(sys._current_frames().get(watch.thread_id)):
-            # Held back, and tried again. The exception lands at the thread's next
-            # check, which may be in the loop's code all the same: a race that a
-            # signal, on the main thread, does not have (see interrupt_at()).
-            watch.pending = False
-            watch.missed = stage
-        else:
-            _set_async_exc(watch.thread_id, StageStuck)
 
 
 def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:
@@ -800,15 +875,8 @@ _create_lock = _thread.allocate_lock()
 
 def _forked() -> None:
     """In a child process, which has no watchdog thread: one is started when next needed."""
-    watchdog = _the_watchdog
-    if watchdog is not None:
-        watchdog.thread = None
-        # Another thread may have held these at the fork.
-        import threading
-
-        watchdog.lock = _thread.allocate_lock()
-        watchdog.wake = threading.Event()
-        watchdog.sleeping = False
+    if _the_watchdog is not None:
+        _the_watchdog.forked()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows
