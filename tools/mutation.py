@@ -410,22 +410,37 @@ def check(ledger: Path, sources: Iterable[Path]) -> list[str]:
     for source in sources:
         for name, bodies in defined(source.read_text(encoding="utf-8")).items():
             functions.setdefault(name, []).extend(bodies)
+
+    def held(bodies: list[list[str]], wanted: list[str]) -> int:
+        """How many times the function of these bodies (one per module) holds the lines."""
+        return max(
+            (
+                sum(body[at : at + len(wanted)] == wanted for at in range(len(body)))
+                for body in bodies
+            ),
+            default=0,
+        )
+
     stale: list[str] = []
     for key in equivalents(ledger):
         wanted = key.line.split("\n")
-        held = max(
-            (
-                sum(body[at : at + len(wanted)] == wanted for at in range(len(body)))
-                for body in functions.get(key.function, [])
-            ),
-            default=None,
-        )
-        if held is None:
-            stale.append(f"{key}: no function {key.function!r} any more")
-        elif not held:
-            stale.append(f"{key}: no such line in {key.function} any more")
-        elif held < key.occurrence:
-            stale.append(f"{key}: {key.function} holds that line {held} time(s) only")
+        times = held(functions.get(key.function, []), wanted)
+        if times >= key.occurrence:
+            continue
+        if key.function not in functions:
+            gone = f"no function {key.function!r} any more"
+        elif not times:
+            gone = f"no such line in {key.function} any more"
+        else:
+            gone = f"{key.function} holds that line {times} time(s) only"
+        elsewhere = [
+            name
+            for name, bodies in functions.items()
+            if name not in (key.function, "<module>") and held(bodies, wanted) >= key.occurrence
+        ]
+        if elsewhere:  # a renamed function, or the line moved to another
+            gone += f"; the line is in {', '.join(sorted(elsewhere))}"
+        stale.append(f"{key}: {gone}")
     return stale
 
 
