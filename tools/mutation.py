@@ -6,8 +6,9 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py --module _scope    # one module (repeat the option for more)
     python tools/mutation.py --report           # print the scores of the last runs again
     python tools/mutation.py --check            # the stale equivalents, in seconds, no run
-    python tools/mutation.py --module _runner --resume   # go on where a run ended
-    python tools/mutation.py --module _runner --mutants 'conformkit._runner.xǁExecutionǁrun__*'
+    python tools/mutation.py --module execution --resume   # go on where a run ended
+    python tools/mutation.py --module execution \\
+        --mutants 'conformkit._runner.execution.xǁExecutionǁrun__*'
                                                 # one function's mutants alone, run and counted
     python tools/mutation.py --operators extra --module _scope \
         --mutants 'conformkit._scope.x_open_feature__*' --tests tests/test_scope.py
@@ -108,6 +109,25 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.toml"
 SCRATCH = ROOT / ".mutation"
+RUNNER_TESTS = [
+    "tests/test_runner.py",
+    "tests/test_runner_lifecycle.py",
+    "tests/test_found_unsupported.py",
+    "tests/test_shape.py",
+    "tests/test_unittest_cases.py",
+    "tests/test_race.py",
+    "tests/test_recording.py",
+    "tests/test_probe.py",
+    "tests/test_cancellation_law.py",
+    "tests/test_background_task_names.py",
+    "tests/test_lifecycle_properties.py",
+    "tests/test_families.py",
+    "tests/test_implementation.py",
+    "tests/test_scope_no_deadline.py",
+    "tests/test_reason_forms.py",
+    "tests/test_case_tracebacks.py",
+    "tests/test_exports.py",
+]
 # The in-process tests that exercise each core module (subprocess and docs tests left out,
 # but for tests/test_exports.py's check of the exports' module names, made at import).
 TESTS: dict[str, list[str]] = {
@@ -142,25 +162,20 @@ TESTS: dict[str, list[str]] = {
         "tests/test_shape.py",
         "tests/test_exports.py",
     ],
-    "_runner": [
-        "tests/test_runner.py",
-        "tests/test_runner_lifecycle.py",
-        "tests/test_found_unsupported.py",
-        "tests/test_shape.py",
-        "tests/test_unittest_cases.py",
-        "tests/test_race.py",
-        "tests/test_recording.py",
-        "tests/test_probe.py",
-        "tests/test_cancellation_law.py",
-        "tests/test_background_task_names.py",
-        "tests/test_lifecycle_properties.py",
-        "tests/test_families.py",
-        "tests/test_implementation.py",
-        "tests/test_scope_no_deadline.py",
-        "tests/test_reason_forms.py",
-        "tests/test_case_tracebacks.py",
-        "tests/test_exports.py",
-    ],
+    # The runner package's modules, each mutated alone, are exercised by the same tests.
+    **dict.fromkeys(
+        (
+            "execution",
+            "interrupts",
+            "isolation",
+            "lanes",
+            "plan",
+            "public",
+            "results",
+            "sync_cases",
+        ),
+        RUNNER_TESTS,
+    ),
     "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
     "_report": [
         "tests/test_report.py",
@@ -1030,7 +1045,7 @@ def main() -> int:
         action="append",
         metavar="PATTERN",
         help="run and count only the mutants whose names match (repeatable), e.g. "
-        "'conformkit._runner.xǁExecutionǁrun__mutmut_*' after a change to that function",
+        "'conformkit._runner.execution.xǁExecutionǁrun__mutmut_*' after a change to it",
     )
     parser.add_argument(
         "--operators",
@@ -1053,7 +1068,12 @@ def main() -> int:
     paths = source_paths()
     if arguments.operators == "extra":
         # Any module with its tests listed, those mutmut is not run on included.
-        paths = [ROOT / "src" / "conformkit" / f"{name}.py" for name in TESTS]
+        listed_modules = {path.stem for path in paths}
+        paths += [
+            ROOT / "src" / "conformkit" / f"{name}.py"
+            for name in TESTS
+            if name not in listed_modules
+        ]
     if arguments.module:
         by_name = {path.stem: path for path in paths}
         unknown = [name for name in arguments.module if name not in by_name]
