@@ -13,7 +13,8 @@ import pytest
 
 import conformkit as ck
 from conformkit import _implementation
-from conformkit.cli._matrix import CaseRecord, Entry, Matrix, RunInfo, from_json
+from conformkit.cli._json import from_json, to_json
+from conformkit.cli._matrix import CaseRecord, Entry, Matrix, RunInfo
 from conformkit.cli._text import render_text
 
 PASSED, FAILED = ck.CaseStatus.PASSED, ck.CaseStatus.FAILED
@@ -309,7 +310,7 @@ class TestSlowInReports:
         """A slow pass written as JSON reads back slow."""
         result = ck.CaseResult("a", PASSED, "slow: passed only when run again", slow=True)
         record = CaseRecord.of(result)
-        document = Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (record,)),)).to_json()
+        document = to_json(Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (record,)),)))
         assert document["reports"][0]["results"][0]["slow"] is True
         [entry] = from_json(json.loads(json.dumps(document)), "report.json").entries
         assert entry.results == (record,)

@@ -19,7 +19,7 @@ MEANT_FOR_THE_CLI = {
     "conformkit._runner": {"RunPlan", "Execution", "check_backend", "set_ctrl_c_hook"},
     # Collection serves the command line and the pytest plugin alike.
     "conformkit._collect": set(_collect.__all__),
-    "conformkit._report": {"Gate"},
+    "conformkit._report": {"Gate", "Offence"},
     # An exception as text: its one-line reason and its full record, spelled one way.
     "conformkit._explain": {"describe_exception", "error_line", "record_line"},
     "conformkit._importing": {"ImportByNameError", "import_module_named"},
@@ -107,16 +107,30 @@ class TestPublicNames:
         assert output.stdout.strip() == "[]"
 
 
-def _imported_names(path: Path, package: str = "conformkit.cli") -> list[tuple[str, str, int]]:
-    """(module, name, line) for each name a module of ``package`` imports."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+def _imported_names(
+    path: Path, package: str = "conformkit.cli", *, typing: bool = True
+) -> list[tuple[str, str, int]]:
+    """
+    (module, name, line) for each name a module of ``package`` imports, at module
+    level or inside a function; with ``typing``, under ``if TYPE_CHECKING:`` too.
+    """
+    found: list[tuple[str, str, int]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and not typing and "TYPE_CHECKING" in ast.unparse(node.test):
+            children: list[ast.AST] = list(node.orelse)
+        else:
+            children = list(ast.iter_child_nodes(node))
         if isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
             module = ".".join(part for part in (base, node.module or "") if part)
-            found += [(module, alias.name, node.lineno) for alias in node.names]
+            found.extend((module, alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.Import):
-            found += [(alias.name, "", node.lineno) for alias in node.names]
+            found.extend((alias.name, "", node.lineno) for alias in node.names)
+        for child in children:
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
     return found
 
 
@@ -184,6 +198,58 @@ class TestCommandLineBoundary:
         assert ("conformkit._runner", "Execution") in names
         assert ("conformkit.cli._console", "write") in names
         assert ("conformkit.profiles", "BUNDLED") in names
+
+
+REPORT_MODEL = {
+    "conformkit.cli._matrix",
+    "conformkit.cli._characters",
+}
+"""The report's model, and the text cleaning it applies: leaves of the command line."""
+
+
+def _cli_imports(module: str, *, typing: bool) -> list[tuple[str, int]]:
+    """(module, line) for each module of conformkit.cli that ``module`` imports."""
+    found = []
+    path = CLI / f"{module.rsplit('.', 1)[1]}.py"
+    for imported, name, line in _imported_names(path, typing=typing):
+        if imported == "conformkit.cli":  # `from . import _outcome`
+            found.append((f"{imported}.{name}", line))
+        elif imported.startswith("conformkit.cli."):
+            found.append((imported, line))
+    return sorted(set(found), key=lambda each: each[1])
+
+
+class TestCommandLineImports:
+    def test_the_report_model_imports_nothing_else_of_the_command_line(self) -> None:
+        """The report's model imports no module of conformkit.cli but its own, even for types."""
+        reached, offences = ["conformkit.cli._matrix"], []
+        for module in reached:
+            for imported, line in _cli_imports(module, typing=True):
+                if imported not in REPORT_MODEL:
+                    offences.append(f"{module}:{line}: imports {imported}")
+                elif imported not in reached:
+                    reached.append(imported)
+        assert offences == []
+
+    def test_the_command_line_has_no_import_cycle_at_run_time(self) -> None:
+        """No module of conformkit.cli imports, even inside a function, one that imports it back."""
+        modules = [f"conformkit.cli.{path.stem}" for path in sorted(CLI.glob("_*.py"))]
+        imports = {
+            module: {imported for imported, _ in _cli_imports(module, typing=False)}
+            for module in modules
+        }
+
+        def reached(start: str) -> set[str]:
+            seen: set[str] = set()
+            stack = [start]
+            while stack:
+                for imported in imports.get(stack.pop(), ()):
+                    if imported not in seen:
+                        seen.add(imported)
+                        stack.append(imported)
+            return seen
+
+        assert sorted(module for module in modules if module in reached(module)) == []
 
 
 class TestFinal:

@@ -355,6 +355,38 @@ class TestInTheLoopsCode:
         interrupt_at(watch, stage, in_the_loop)  # raises nothing
         assert watch.missed == stage  # the watchdog tries again
 
+    @pytest.mark.anyio
+    async def test_its_next_cancellation_is_stage_stuck_at_once(self) -> None:
+        """Held back, the stage is interrupted where the loop delivers a cancellation."""
+        import outcome
+
+        watch, stage = self.armed()
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            try:
+                await anyio.sleep(1)
+            except anyio.get_cancelled_exc_class() as exc:
+                cancelled = exc
+                raise
+        watch.first_cancel = clock()  # it ignored a first cancellation just now
+        assert watch.intercept(cancelled, None) is cancelled  # within its grace
+        interrupt_at(watch, stage, outcome.capture(sys._getframe).unwrap())
+        stuck = watch.intercept(cancelled, None)
+        assert isinstance(stuck, StageStuck)
+        assert stuck.how == "it ignored its cancellation"
+
+    def test_nor_in_code_the_loops_code_calls(self) -> None:
+        """Code without a file of the loop's (attrs' generated methods) unwinds through it."""
+        import outcome
+
+        watch, stage = self.armed()
+        # A frame of this file's, called by outcome's, called by the stage.
+        inner = outcome.capture(lambda: sys._getframe()).unwrap()
+        assert inner.f_back is not None
+        assert inner.f_back.f_back is sys._getframe()
+        interrupt_at(watch, stage, inner)  # raises nothing
+        assert watch.missed == stage
+
     def test_it_is_interrupted_in_its_own_code(self) -> None:
         watch, stage = self.armed()
         with pytest.raises(StageStuck, match="sync code blocked the event loop"):

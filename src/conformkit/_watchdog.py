@@ -178,6 +178,7 @@ class Watch(Guard):
         "feature_id",
         "forced",
         "frame",
+        "held",
         "interrupt",
         "lock",
         "missed",
@@ -210,6 +211,9 @@ class Watch(Guard):
         # The stuck_at of a stage whose interruption found the thread in the event
         # loop's own code, and was held back: the watchdog tries again.
         self.missed: float | None = None
+        # The stuck_at of a stage held back at least once: its next cancellation
+        # is StageStuck at once, where the loop delivers it safely.
+        self.held: float | None = None
         self.frame: FrameType | None = None
         self.coroutine: object = None
         self.driver: object = None
@@ -328,18 +332,21 @@ class Watch(Guard):
         with self.lock:
             if self.stuck_at != stage:
                 self.pending = False
-            elif _in_loop(sys._current_frames().get(self.thread_id)):
+            elif _in_loop(sys._current_frames().get(self.thread_id), self.running_frame()):
                 # Held back, and tried again. The exception lands at the thread's next
                 # check, which may be in the loop's code all the same: a race that a
                 # signal, on the main thread, does not have (see interrupt_at()).
                 self.pending = False
-                self.missed = stage
+                self.hold_back(stage)
             else:
                 _set_async_exc(self.thread_id, StageStuck)
 
     def hold_back(self, stage: float) -> None:
-        """The interruption of ``stage`` found the event loop's own code running: try again."""
-        self.missed = stage
+        """
+        The interruption of ``stage`` found the event loop's own code running: try
+        again, and make the next cancellation the stage gets :class:`StageStuck`.
+        """
+        self.missed = self.held = stage
 
     def retry_missed(self, stage: float) -> bool:
         """Whether the interruption of ``stage`` was held back, to try again now."""
@@ -363,6 +370,8 @@ class Watch(Guard):
         """
         if self.stuck_at is None or self.stage == "cleanup":
             return exc
+        if self.held == self.stuck_at and isinstance(exc, anyio.get_cancelled_exc_class()):
+            return self.stuck()  # held back in the loop's code: here is a safe place
         if self.forced and isinstance(exc, anyio.get_cancelled_exc_class()):
             self.forced = False
             _uncancel()
@@ -642,23 +651,31 @@ def _library_files() -> tuple[str, ...]:
     return own + _loop_files()
 
 
-def _in_loop(frame: FrameType | None) -> bool:
+def _in_loop(frame: FrameType | None, running: FrameType | None) -> bool:
     """
-    Whether a thread caught at ``frame`` runs the event loop's own code: an
-    exception raised there would leave the loop's state half changed (a trio cancel
-    scope half entered corrupts the scope stack, and ends the run).
+    Whether a thread caught at ``frame`` runs the event loop's own code on its way
+    from ``running``, the stage's frame: an exception raised there would unwind
+    through the loop's code and leave its state half changed (a trio cancel scope
+    half entered corrupts the scope stack, and ends the run). The code the loop
+    calls in turn (attrs' generated methods, ``abc``'s checks) counts, as its
+    caller does.
     """
-    return frame is not None and frame.f_code.co_filename.startswith(_loop_files())
+    loop = _loop_files()
+    while frame is not None and frame is not running:
+        if frame.f_code.co_filename.startswith(loop):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def interrupt_at(watch: Watch, stage: float, frame: FrameType | None) -> None:
     """
     In the event loop's thread, caught at ``frame``: raise :class:`StageStuck`
-    if the stuck stage runs there, unless the innermost frame is the event loop's
-    own code; then the interruption is held back, and the watchdog tries again.
-    A stage that swallows its cancellation in a loop, which runs in trio's or
-    anyio's code at each wait, is stopped by its next cancellation all the same
-    (:meth:`Guard.intercept`).
+    if the stuck stage runs there, unless the event loop's own code runs between
+    the stage's frame and ``frame``; then the interruption is held back, the
+    stage's next cancellation is :class:`StageStuck` instead, and the watchdog
+    tries again. A stage that swallows its cancellation in a loop, which runs
+    trio's or anyio's code at each wait, is stopped where the loop delivers it.
     """
     if watch.stuck_at != stage:
         return  # the stage ended meanwhile
@@ -666,7 +683,7 @@ def interrupt_at(watch: Watch, stage: float, frame: FrameType | None) -> None:
     current = frame
     while current is not None:
         if current is running:
-            if _in_loop(frame):
+            if _in_loop(frame, running):
                 watch.hold_back(stage)
                 return
             raise watch.stuck()

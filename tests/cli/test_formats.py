@@ -13,21 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import conformkit as ck
-from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
-from conformkit.cli._console import printable
+from conformkit.cli._characters import printable
+from conformkit.cli._grid import NOT_RUN, SYMBOLS, feature_grids, legend
 from conformkit.cli._html import render_html
 from conformkit.cli._junit import render_junit, xml_attribute, xml_text
 from conformkit.cli._markdown import markdown_text, render_markdown
 from conformkit.cli._matrix import (
-    NOT_RUN,
-    SYMBOLS,
+    BaselineInfo,
+    BaselineMark,
     CaseRecord,
     Entry,
     ErrorRecord,
     Matrix,
     RunInfo,
-    feature_grids,
-    legend,
+    StaleEntry,
 )
 from conformkit.cli._text import render_text
 

@@ -18,9 +18,20 @@ import conformkit as ck
 from conformkit._collect import Distribution, Shard, collect_modules, select
 from conformkit._exceptions import UsageError
 from conformkit._report import Gate
-from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
+from conformkit.cli import _outcome
 from conformkit.cli._commands import run_pairs
-from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo, from_json, merge
+from conformkit.cli._json import from_json, to_json
+from conformkit.cli._matrix import (
+    BaselineInfo,
+    BaselineMark,
+    CaseRecord,
+    Entry,
+    ErrorRecord,
+    Matrix,
+    RunInfo,
+    StaleEntry,
+)
+from conformkit.cli._merge import merge
 
 texts = st.text(st.characters(codec="utf-8"), max_size=12)
 identifiers = st.text(string.ascii_letters + "._-[]", min_size=1, max_size=10)
@@ -84,7 +95,7 @@ def matrices(draw: st.DrawFn, *, complete: bool = False) -> Matrix:
 
 
 def through_json(matrix: Matrix) -> Matrix:
-    return from_json(json.loads(json.dumps(matrix.to_json())), "report.json")
+    return from_json(json.loads(json.dumps(to_json(matrix))), "report.json")
 
 
 RESULT = r"report\.json: reports\[0\]\.results\[0\]"
@@ -93,14 +104,14 @@ SECONDS = r"a number of seconds from 0 to 1e\+09"
 
 def with_run(**change: Any) -> dict[str, Any]:
     """A report of no case, with ``change`` made to its run."""
-    return {**Matrix(RUN, ()).to_json(), "run": {**RUN.to_json(), **change}}
+    return {**to_json(Matrix(RUN, ())), "run": {**to_json(Matrix(RUN, ()))["run"], **change}}
 
 
 def with_result(**change: Any) -> dict[str, Any]:
     """A report of one case, with ``change`` made to its result."""
     record = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.0)
     entry = Entry("f", "I", "m", None, ("a",), (record,))
-    document = Matrix(RUN, (entry,)).to_json()
+    document = to_json(Matrix(RUN, (entry,)))
     document["reports"][0]["results"][0].update(change)
     return document
 
@@ -120,12 +131,13 @@ class TestJSON:
         assert record.reason == "bad \ufffd byte"
         assert record.error is not None
         assert record.error.message == "\ufffd"
-        json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
+        entry = Entry("f", "I", "m", None, ("a",), (record,))
+        json.dumps(to_json(Matrix(RUN, (entry,))), ensure_ascii=False).encode("utf-8")
 
     def test_reports_from_before_stale_slow_and_unexercised_read_back(self) -> None:
         """A version-1 report from before "stale", "slow" and "unexercised" reads with defaults."""
         record = CaseRecord("a", ck.CaseStatus.PASSED, None, 0.5)
-        document = Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (record,)),)).to_json()
+        document = to_json(Matrix(RUN, (Entry("f", "I", "m", None, ("a",), (record,)),)))
         del document["reports"][0]["unexercised"]
         del document["reports"][0]["results"][0]["stale"]
         del document["reports"][0]["results"][0]["slow"]
@@ -134,7 +146,7 @@ class TestJSON:
 
     def test_reports_from_before_stopped_read_back(self) -> None:
         """A version-1 report written before "stopped" reads as a run that went to its end."""
-        document = Matrix(RUN, ()).to_json()
+        document = to_json(Matrix(RUN, ()))
         del document["run"]["stopped"]
         assert from_json(document, "old.json").run.stopped is None
 
@@ -150,7 +162,7 @@ class TestJSON:
                 {
                     "format": "conformkit.report",
                     "version": 1,
-                    "run": {**RUN.to_json(), "backend": 3},
+                    "run": {**to_json(Matrix(RUN, ()))["run"], "backend": 3},
                 },
                 r"run\.backend must be a string, got 3",
             ),
@@ -249,10 +261,11 @@ class TestGate:
             lines = str(failure).splitlines()[1:]
         else:
             lines = []
-        offences = read_back.offences(gate)
+        offences = _outcome.offences(read_back, gate)
         assert [line.split(":")[0].strip() for line in lines] == [
             line.split(":")[0] for line in offences
         ]
+        assert read_back.holds(gate) is (lines == [])
 
     def test_the_gate_judges_each_case_once(self) -> None:
         """Gate.offends: failed and unavailable always; gaps under require_full; stale ones."""
@@ -288,9 +301,9 @@ class TestGate:
         failed = CaseRecord("b", ck.CaseStatus.FAILED, "boom", 0.0)
         entry = Entry("f", "Impl", "m", None, ("a", "b"), (passed, failed))
         known = replace(failed, baseline=BaselineMark("known", "#12"))
-        assert not replace(entry, results=(passed, known)).offences(Gate())
+        assert not _outcome.offences(replace(entry, results=(passed, known)), Gate())
         unexpected = replace(passed, baseline=BaselineMark("unexpected-pass", "#12"))
-        assert replace(entry, results=(unexpected, known)).offences(Gate()) == [
+        assert _outcome.offences(replace(entry, results=(unexpected, known)), Gate()) == [
             "a: unexpected pass: the baseline lists it as failing (#12); remove the entry"
         ]
 
@@ -298,9 +311,9 @@ class TestGate:
         """A shard holding only unsupported cases holds; the whole pair would not."""
         gap = CaseRecord("b", ck.CaseStatus.UNSUPPORTED, "not yet", 0.0)
         part = Entry("f", "Impl", "m", None, ("a", "b"), (gap,))
-        assert not part.offences(Gate())
+        assert not _outcome.offences(part, Gate())
         whole = replace(part, planned=("b",))
-        assert whole.offences(Gate()) == [
+        assert _outcome.offences(whole, Gate()) == [
             "no case passed: a report that proves nothing cannot hold"
         ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -11,11 +12,21 @@ from hypothesis import strategies as st
 import conformkit as ck
 from conformkit._report import Gate
 from conformkit._util import one_line
-from conformkit.cli._baseline import BaselineInfo, BaselineMark, StaleEntry
 from conformkit.cli._html import render_html
 from conformkit.cli._junit import render_junit
 from conformkit.cli._markdown import markdown_text, render_markdown
-from conformkit.cli._matrix import CaseRecord, Entry, ErrorRecord, Matrix, RunInfo
+from conformkit.cli._matrix import (
+    MARKS,
+    BaselineInfo,
+    BaselineMark,
+    CaseRecord,
+    Entry,
+    ErrorRecord,
+    Mark,
+    Matrix,
+    RunInfo,
+    StaleEntry,
+)
 from conformkit.cli._outcome import (
     Outcome,
     Severity,
@@ -106,13 +117,21 @@ class TestCaseOutcome:
         st.sampled_from(ck.CaseStatus),
         st.booleans(),
         st.builds(Gate, st.booleans(), st.booleans(), st.booleans()),
+        st.none() | st.sampled_from(MARKS),
     )
-    def test_severity_is_the_gates_verdict(
-        self, status: ck.CaseStatus, stale: bool, gate: Gate
+    def test_severity_is_the_verdict(
+        self, status: ck.CaseStatus, stale: bool, gate: Gate, mark: Mark | None
     ) -> None:
-        """Without a baseline, a case offends exactly when the gate says it does."""
+        """
+        A case's severity fails the gate exactly when the report's verdict on it
+        does: the gate's, or the baseline's when it lists the case.
+        """
         case = record(status, stale=stale)
-        assert severity(case, gate).offends == gate.offends(case)
+        if mark is not None:
+            case = replace(case, baseline=BaselineMark(mark, "#12"))
+        offends = severity(case, gate) in (Severity.FAILED, Severity.ERROR)
+        assert offends is case.offends(gate)
+        assert offends is (gate.offends(case) if mark is None else mark != "known")
         assert case_outcome(case, gate).severity is severity(case, gate)
 
 

@@ -11,7 +11,8 @@ import conformkit as ck
 from conformkit._collect import Shard
 from conformkit._exceptions import UsageError
 from conformkit.cli import main
-from conformkit.cli._parser import build_parser, parse_shard
+from conformkit.cli._commands import parse_shard
+from conformkit.cli._parser import build_parser
 
 
 class TestParser:

@@ -9,13 +9,17 @@ Its private modules, in the order a command uses them: ``_parser`` (the
 arguments, and :func:`main`), ``_config`` (the project's ``[tool.conformkit]``
 in ``pyproject.toml``), ``_commands`` (each command, and the runner of
 many pairs; the core's ``conformkit._collect`` turns targets into pairs),
-``_matrix`` (the report of a run, its JSON form and the merge of shards),
-``_baseline`` (known failures), ``_outcome`` (what the report says of each
-case, worded once), ``_console`` (what goes where, files written whole or not
-at all), ``_interrupt`` (SIGTERM taken as Ctrl-C, and a stop that always
-ends) and one module per
-format: ``_text``, ``_json``, ``_junit``, ``_markdown``, ``_html``, chosen in
-``_formats``.
+``_matrix`` (the report of a run: each case's outcome, the baseline's marks and
+the gate's verdict; a leaf, which imports nothing else of the command line but
+``_characters``), ``_merge`` (the merge of shards' reports), ``_baseline``
+(known failures), ``_outcome`` (what the report says of each case, worded
+once), ``_grid`` (a feature's cases by its implementations, as the formats draw
+the matrix), ``_outputs`` (the formats a command writes and where, files
+written whole or not at all), ``_console`` (the console, whatever its encoding,
+and the progress line), ``_characters`` (text that consoles and files can
+hold), ``_interrupt`` (SIGTERM taken as Ctrl-C, and a stop that always ends)
+and one module per format: ``_text``, ``_json`` (which reads reports back too),
+``_junit``, ``_markdown``, ``_html``, chosen in ``_formats``.
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from .._exceptions import UsageError
 from .._feature import suggest
 from .._report import CaseStatus
 from .._util import one_line
-from ._console import clean
+from ._characters import clean
+from ._matrix import BaselineInfo, BaselineMark, StaleEntry
 from ._outcome import case_outcome, said
 
 if TYPE_CHECKING:
@@ -26,64 +27,7 @@ BASELINE_VERSION: Final = 1
 Key = tuple[str, str, str]
 """A baseline entry's key: implementation, feature ID, case ID."""
 
-Mark = Literal["known", "unexpected-pass", "stale"]
-"""What the baseline makes of a case it lists."""
-
-MARKS: Final[tuple[Mark, ...]] = ("known", "unexpected-pass", "stale")
-
 _SUFFIXES: Final = (".toml", ".json")
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class BaselineMark:
-    """
-    A case the baseline lists, and what became of it.
-
-    :ivar outcome: ``"known"``: it still fails, which the gate tolerates;
-        ``"unexpected-pass"``: it passed; ``"stale"``: it no longer fails without
-        having passed (it is now declared unsupported). The last two fail the gate.
-    :ivar reason: the reason the baseline gives.
-    """
-
-    outcome: Mark
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "reason": self.reason}
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StaleEntry:
-    """A baseline entry that names a case or an implementation the run does not have."""
-
-    implementation: str
-    feature_id: str
-    case_id: str
-    reason: str
-    problem: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "implementation": self.implementation,
-            "feature_id": self.feature_id,
-            "case_id": self.case_id,
-            "reason": self.reason,
-            "problem": self.problem,
-        }
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class BaselineInfo:
-    """The baseline a run was judged with: its path, and its entries that are stale."""
-
-    path: str
-    stale: tuple[StaleEntry, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "stale": [stale.to_json() for stale in self.stale]}
 
 
 @final

@@ -10,11 +10,12 @@ import functools
 import importlib
 import json
 import os
+import re
 import sys
 import traceback
 import types
 from collections.abc import Callable, Sequence
-from typing import Any, final
+from typing import Any, Final, final
 
 import anyio
 
@@ -25,7 +26,8 @@ from .._feature import Unsupported
 from .._runner import Execution, check_backend
 from .._scope import DEFAULT_TIMEOUT
 from ._baseline import Baseline, apply_baseline, load_baseline, render_baseline, update_baseline
-from ._console import Outputs, ProgressLine, Streams, printable, write
+from ._characters import printable
+from ._console import ProgressLine, Streams, write
 from ._interrupt import (
     DEFAULT_STOP_TIMEOUT,
     INTERRUPTED,
@@ -35,11 +37,12 @@ from ._interrupt import (
     terminating,
     termination,
 )
-from ._json import dumps
-from ._matrix import Entry, Matrix, RunInfo, from_json, merge, now, run_information
-from ._parser import parse_shard
+from ._json import dumps, from_json
+from ._matrix import Entry, Matrix, RunInfo, now, run_information
+from ._merge import merge
+from ._outputs import Outputs
 
-__all__ = ["Progress", "bundled_modules", "dispatch", "run_pairs"]
+__all__ = ["Progress", "bundled_modules", "dispatch", "parse_shard", "run_pairs"]
 
 
 def dispatch(arguments: argparse.Namespace) -> int:
@@ -199,6 +202,26 @@ async def run_pairs(
     return entries
 
 
+_SHARD: Final = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*")
+
+
+def parse_shard(text: str) -> Shard:
+    """
+    Parse ``--shard K/N`` into the core's :class:`Shard`.
+
+    The commands call it, not argparse, so that its error is a usage error of one line.
+
+    :raises UsageError: unless ``1 <= K <= N``.
+    """
+    match = _SHARD.fullmatch(text)
+    if match is None:
+        raise UsageError(f"--shard takes K/N, job K of N counting from 1, got {text!r}")
+    index, count = int(match[1]), int(match[2])
+    if count < 1 or not 1 <= index <= count:
+        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {text!r}")
+    return Shard(index, count)
+
+
 def _backend(name: str) -> str:
     try:
         return check_backend(name)
@@ -255,7 +278,9 @@ def _execute(
         pairs,
         selections,
         max_concurrency=arguments.concurrency,
-        show_progress=None if line is None else line.show,
+        show_progress=None
+        if line is None
+        else lambda progress: line.show(progress.finished(), progress.total, progress.label),
         progress=progress,
     )
 

@@ -10,8 +10,9 @@ import re
 from typing import Final
 
 from .._report import Gate
-from ._console import printable
-from ._matrix import NOT_RUN, SYMBOLS, CaseRecord, FeatureGrid, Matrix, feature_grids, legend
+from ._characters import printable
+from ._grid import NOT_RUN, SYMBOLS, FeatureGrid, feature_grids, legend
+from ._matrix import CaseRecord, Matrix
 from ._outcome import (
     Outcome,
     Severity,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Final, final
 
 from .._util import one_line
-from ._console import escape_control
+from ._characters import escape_control
 from ._matrix import CaseRecord, Matrix
 from ._outcome import (
     Outcome,

@@ -9,8 +9,9 @@ import re
 from typing import Final
 
 from .._util import one_line
-from ._console import printable
-from ._matrix import NOT_RUN, SYMBOLS, Matrix, feature_grids, legend
+from ._characters import printable
+from ._grid import NOT_RUN, SYMBOLS, feature_grids, legend
+from ._matrix import Matrix
 from ._outcome import (
     Outcome,
     Severity,

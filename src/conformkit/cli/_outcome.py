@@ -16,8 +16,7 @@ from .._report import CaseStatus, Gate
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ._baseline import StaleEntry
-    from ._matrix import CaseRecord, Entry, Matrix
+    from ._matrix import CaseRecord, Entry, Matrix, StaleEntry
 
 _PASSED: Final = CaseStatus.PASSED
 _UNAVAILABLE: Final = CaseStatus.UNAVAILABLE
@@ -37,11 +36,6 @@ class Severity(enum.Enum):
     """Fails the gate."""
     ERROR = "error"
     """Fails the gate without a verdict on the case: unavailable, or a cleanup error."""
-
-    @property
-    def offends(self) -> bool:
-        """Whether the outcome fails the gate."""
-        return self is Severity.FAILED or self is Severity.ERROR
 
 
 @final
@@ -79,11 +73,11 @@ def said(outcome: Outcome, status: CaseStatus | None = None) -> str:
 
 def severity(record: CaseRecord, gate: Gate) -> Severity:
     """How a case stands: the gate's verdict, which the baseline's mark, if any, overrides."""
-    mark = record.baseline
-    if mark is not None:
-        return Severity.KNOWN if mark.outcome == "known" else Severity.FAILED
-    if gate.offends(record):
-        return Severity.ERROR if record.status is _UNAVAILABLE else Severity.FAILED
+    listed = record.baseline is not None
+    if record.offends(gate):
+        return Severity.ERROR if record.status is _UNAVAILABLE and not listed else Severity.FAILED
+    if listed:
+        return Severity.KNOWN
     return Severity.PASSED if record.status is _PASSED else Severity.GAP
 
 
@@ -111,19 +105,6 @@ def case_outcome(record: CaseRecord, gate: Gate) -> Outcome:
     )
 
 
-def _proven(entry: Entry) -> bool:
-    """
-    Whether a report proves anything: a case passed, or failed as the baseline knows
-    (known broken is not empty). Only a complete report can prove nothing: a shard
-    may hold only unsupported cases of a pair.
-    """
-    return len(entry.results) != len(entry.planned) or any(
-        record.status is _PASSED
-        or (record.baseline is not None and record.baseline.outcome == "known")
-        for record in entry.results
-    )
-
-
 def entry_notes(entry: Entry, gate: Gate) -> list[Outcome]:
     """The offences of a report that belong to no case: cleanup errors, and the gate's rules."""
     return [
@@ -133,32 +114,15 @@ def entry_notes(entry: Entry, gate: Gate) -> list[Outcome]:
             Severity.ERROR if offence.kind == "cleanup" else Severity.FAILED,
             offence.message,
         )
-        for offence in gate.report_offences(
-            proven=_proven(entry),
-            cleanup_errors=[str(error) for error in entry.cleanup_errors],
-            unexercised=entry.unexercised,
-            complete=len(entry.results) == len(entry.planned),
-        )
+        for offence in entry.report_offences(gate)
     ]
-
-
-def holds(entry: Entry, gate: Gate) -> bool:
-    """Whether a report holds the gate, with the baseline's say on the cases it lists."""
-    return not any(severity(record, gate).offends for record in entry.results) and not (
-        gate.report_offences(
-            proven=_proven(entry),
-            cleanup_errors=[str(error) for error in entry.cleanup_errors],
-            unexercised=entry.unexercised,
-            complete=len(entry.results) == len(entry.planned),
-        )
-    )
 
 
 def offences(entry: Entry, gate: Gate) -> list[str]:
     """Why a report fails the gate, a line for each offence; empty when it holds."""
     lines = []
     for record in entry.results:
-        if severity(record, gate).offends:
+        if record.offends(gate):
             outcome = case_outcome(record, gate)
             lines.append(f"{record.case_id}: {outcome.label}: {outcome.message}")
     lines += [f"{note.label}: {note.message}" for note in entry_notes(entry, gate)]
@@ -206,7 +170,7 @@ def slow_count(entries: Iterable[Entry]) -> int:
 
 def cell(entry: Entry, gate: Gate) -> str:
     """The colour of a report's cell in a matrix: ``"holds"``, ``"gaps"`` or ``"fails"``."""
-    if not holds(entry, gate):
+    if not entry.holds(gate):
         return "fails"
     if all(severity(record, gate) is Severity.PASSED for record in entry.results):
         return "holds"

@@ -8,18 +8,15 @@ runner, and the commands load what they need once a command has been chosen.
 from __future__ import annotations
 
 import argparse
-import re
 
 from ._formats import FORMATS
 
 TYPE_CHECKING = False  # as typing's, which `conformkit --help` does not load
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any, Final, NoReturn
+    from typing import Any, NoReturn
 
-    from .._collect import Shard
-
-__all__ = ["build_parser", "main", "parse_shard"]
+__all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -164,30 +161,6 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return value
-
-
-_SHARD: Final = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*")
-
-
-def parse_shard(text: str) -> Shard:
-    """
-    Parse ``--shard K/N`` into the core's :class:`Shard`.
-
-    The commands call it, not argparse: it loads the core, which ``--help`` does not,
-    and its error is a usage error of one line.
-
-    :raises UsageError: unless ``1 <= K <= N``.
-    """
-    from .._collect import Shard
-    from .._exceptions import UsageError
-
-    match = _SHARD.fullmatch(text)
-    if match is None:
-        raise UsageError(f"--shard takes K/N, job K of N counting from 1, got {text!r}")
-    index, count = int(match[1]), int(match[2])
-    if count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {text!r}")
-    return Shard(index, count)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,8 +7,9 @@ from typing import Final
 
 from .._report import CaseStatus
 from .._util import one_line
-from ._console import printable
-from ._matrix import NOT_RUN, SYMBOLS, CaseRecord, Matrix, feature_grids, legend
+from ._characters import printable
+from ._grid import NOT_RUN, SYMBOLS, feature_grids, legend
+from ._matrix import CaseRecord, Matrix
 from ._outcome import (
     Outcome,
     Severity,
