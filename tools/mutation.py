@@ -5,8 +5,10 @@ Mutation testing of conformkit's core: the score per module, and every surviving
     python tools/mutation.py                    # every core module, one after another
     python tools/mutation.py --module _scope    # one module (repeat the option for more)
     python tools/mutation.py --report           # print the scores of the last runs again
-    python tools/mutation.py --module _runner --resume   # go on where a run ended
-    python tools/mutation.py --module _runner --mutants 'conformkit._runner.xǁExecutionǁrun__*'
+    python tools/mutation.py --check            # the stale equivalents, in seconds, no run
+    python tools/mutation.py --module execution --resume   # go on where a run ended
+    python tools/mutation.py --module execution \\
+        --mutants 'conformkit._runner.execution.xǁExecutionǁrun__*'
                                                 # one function's mutants alone, run and counted
     python tools/mutation.py --operators extra --module _scope \
         --mutants 'conformkit._scope.x_open_feature__*' --tests tests/test_scope.py
@@ -16,9 +18,24 @@ mutmut (configured in pyproject.toml, ``[tool.mutmut]``) changes one thing at a 
 in a core module (a comparison, a constant, a removed statement, an ``await``...)
 and runs the tests that reach the changed function. A mutant the tests do not notice
 survives. Some survivors change nothing observable (an equivalent mutant); each is
-listed in tools/mutation-equivalents.toml with the mutated line and a one-line
-reason, and left out of the score. An entry whose mutant no longer exists, or whose
-line no longer matches, is reported as stale, so the list cannot rot silently.
+listed in tools/mutation-equivalents.toml with a one-line reason, and left out of
+the score.
+
+An entry names the change, never the mutant's name or number, which move with the
+code: the qualified name of the function changed (``Execution._stretch``;
+``<module>`` for a module's top level and class bodies), found in whichever module
+it is; the line as it is and as the mutant makes it (stripped; several, one per
+line, when a mutant changes several); and, when the function holds that line more
+than once, which of its mutants making that change it is (``occurrence``, in source
+order). Moving a function unchanged, within its module or to another, keeps its
+entries. Changing the line, or renaming the function, makes the entry stale:
+``--check`` reads every entry against the package's sources and names each stale
+one in a second or so, without mutmut or a mutant run, so it can follow any
+refactor; a run's report also names an entry whose mutant the tests now kill, or
+that its function's mutants no longer make. A stale entry is reviewed again: its
+reason may not hold for the new code. (``occurrence`` counts the lines that read
+alike: when an earlier one of them changes, a later one's entry names the next such
+line without going stale.)
 
 Each module is mutated in a copy of the working tree of its own, under
 ``.mutation/<module>/``, whose ``[tool.mutmut]`` names that module alone and the
@@ -72,6 +89,8 @@ as equivalent, as mutmut's are.
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
 import fnmatch
 import hashlib
 import json
@@ -90,6 +109,25 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.toml"
 SCRATCH = ROOT / ".mutation"
+RUNNER_TESTS = [
+    "tests/test_runner.py",
+    "tests/test_runner_lifecycle.py",
+    "tests/test_found_unsupported.py",
+    "tests/test_shape.py",
+    "tests/test_unittest_cases.py",
+    "tests/test_race.py",
+    "tests/test_recording.py",
+    "tests/test_probe.py",
+    "tests/test_cancellation_law.py",
+    "tests/test_background_task_names.py",
+    "tests/test_lifecycle_properties.py",
+    "tests/test_families.py",
+    "tests/test_implementation.py",
+    "tests/test_scope_no_deadline.py",
+    "tests/test_reason_forms.py",
+    "tests/test_case_tracebacks.py",
+    "tests/test_exports.py",
+]
 # The in-process tests that exercise each core module (subprocess and docs tests left out,
 # but for tests/test_exports.py's check of the exports' module names, made at import).
 TESTS: dict[str, list[str]] = {
@@ -124,25 +162,20 @@ TESTS: dict[str, list[str]] = {
         "tests/test_shape.py",
         "tests/test_exports.py",
     ],
-    "_runner": [
-        "tests/test_runner.py",
-        "tests/test_runner_lifecycle.py",
-        "tests/test_found_unsupported.py",
-        "tests/test_shape.py",
-        "tests/test_unittest_cases.py",
-        "tests/test_race.py",
-        "tests/test_recording.py",
-        "tests/test_probe.py",
-        "tests/test_cancellation_law.py",
-        "tests/test_background_task_names.py",
-        "tests/test_lifecycle_properties.py",
-        "tests/test_families.py",
-        "tests/test_implementation.py",
-        "tests/test_scope_no_deadline.py",
-        "tests/test_reason_forms.py",
-        "tests/test_case_tracebacks.py",
-        "tests/test_exports.py",
-    ],
+    # The runner package's modules, each mutated alone, are exercised by the same tests.
+    **dict.fromkeys(
+        (
+            "execution",
+            "interrupts",
+            "isolation",
+            "lanes",
+            "plan",
+            "public",
+            "results",
+            "sync_cases",
+        ),
+        RUNNER_TESTS,
+    ),
     "_watchdog": ["tests/test_watchdog.py", "tests/test_runner.py"],
     "_report": [
         "tests/test_report.py",
@@ -212,9 +245,33 @@ STATUS = {
 
 
 @dataclass(frozen=True)
-class Equivalent:
-    mutant: str
+class Key:
+    """
+    What an equivalent is listed by: the change a mutant makes, and where, in terms
+    that survive moving the code unchanged (to another line, or another module).
+    """
+
+    operators: str
+    """Whose mutant it is: ``"mutmut"`` or ``"extra"``."""
+    function: str
+    """The qualified name of the function changed: ``"Execution._stretch"``, ``"suggest"``,
+    or ``"<module>"`` for the code of a module's top level and class bodies."""
     line: str
+    """The line (or lines, one per line of the text) as in the source, stripped."""
+    mutated: str
+    """The line (or lines) as the mutant makes them, stripped."""
+    occurrence: int = 1
+    """Which of the function's mutants making that same change: 2 for the second, in
+    source order, when the function holds the line more than once."""
+
+    def __str__(self) -> str:
+        which = f" (occurrence {self.occurrence})" if self.occurrence > 1 else ""
+        return f"{self.function}: {self.line!r} made {self.mutated!r}{which}"
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    key: Key
     reason: str
 
 
@@ -223,17 +280,183 @@ def source_paths() -> list[Path]:
     return [ROOT / path for path in config["tool"]["mutmut"]["source_paths"]]
 
 
-def equivalents() -> dict[str, Equivalent]:
-    if not EQUIVALENTS.exists():
+def equivalents(ledger: Path | None = None) -> dict[Key, Equivalent]:
+    """The entries of ``ledger`` (tools/mutation-equivalents.toml by default), by key."""
+    ledger = ledger or EQUIVALENTS
+    if not ledger.exists():
         return {}
-    data = tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8"))
-    found: dict[str, Equivalent] = {}
+    data = tomllib.loads(ledger.read_text(encoding="utf-8"))
+    found: dict[Key, Equivalent] = {}
     for entry in data.get("equivalent", []):
-        missing = {"mutant", "line", "reason"} - set(entry)
+        missing = {"function", "line", "mutated", "reason"} - set(entry)
         if missing:
-            sys.exit(f"{EQUIVALENTS.name}: an entry lacks {', '.join(sorted(missing))}: {entry}")
-        found[entry["mutant"]] = Equivalent(entry["mutant"], entry["line"], entry["reason"])
+            sys.exit(f"{ledger.name}: an entry lacks {', '.join(sorted(missing))}: {entry!r}")
+        key = Key(
+            entry.get("operators", "mutmut"),
+            entry["function"],
+            entry["line"],
+            entry["mutated"],
+            entry.get("occurrence", 1),
+        )
+        if key in found:
+            sys.exit(f"{ledger.name}: an entry is listed twice: {entry!r}")
+        found[key] = Equivalent(key, entry["reason"])
     return found
+
+
+def function_name(mutant: str) -> str:
+    """
+    The qualified name of the function a mutant of either tool changes:
+    ``conformkit._runner.xǁExecutionǁrun__mutmut_7`` changes ``Execution.run``.
+    """
+    unit = re.sub(r"__(mutmut_\d+|extra_[a-z]+_\d+)$", "", mutant).rpartition(".")[2]
+    if unit.startswith("xǁ"):
+        return unit[2:].replace("ǁ", ".")
+    return unit.removeprefix("x_")
+
+
+def change_of(before: str, after: str) -> tuple[str, str]:
+    """
+    The lines that differ between two texts (all those between the first and the
+    last that differ, which a mutant's change spans): as they were, and as they are,
+    stripped.
+    """
+    old, new = before.splitlines(), after.splitlines()
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    was = "\n".join(line.strip() for line in old[start : len(old) - end])
+    made = "\n".join(line.strip() for line in new[start : len(new) - end])
+    return was, made
+
+
+def keys_from(texts: Iterable[tuple[str, str, str]]) -> dict[str, Key]:
+    """
+    The key of each mutant, from its name and the text it changes (its function's,
+    or its module's), before and after: an equivalent is listed by it.
+    """
+
+    def in_order(text: tuple[str, str, str]) -> tuple[str, int]:
+        stem, _, number = text[0].rpartition("_")
+        return stem, int(number)
+
+    keys: dict[str, Key] = {}
+    made: dict[Key, int] = {}
+    for name, before, after in sorted(texts, key=in_order):
+        operators = "mutmut" if MUTMUT_MARK in name else "extra"
+        key = Key(operators, function_name(name), *change_of(before, after))
+        made[key] = made.get(key, 0) + 1
+        keys[name] = dataclasses.replace(key, occurrence=made[key])
+    return keys
+
+
+def mutmut_keys(path: Path) -> dict[str, Key]:
+    """
+    The key of each of mutmut's mutants of the module at ``path``, from the copy it
+    was mutated in: its function before and after, read off the mutated module with
+    mutmut's index of where each function is in it.
+    """
+    relative = path.relative_to(ROOT)
+    mutated = scratch(path) / "mutants" / relative
+    index = json.loads(mutated.with_name(path.name + ".spans").read_text(encoding="utf-8"))
+    if index.get("version") != 1:
+        sys.exit(f"{relative}.spans: not mutmut 3.8's index; pip install -e '.[mutation]'")
+    lines = mutated.read_text(encoding="utf-8").splitlines()
+    spans: dict[str, list[int]] = index["spans"]
+    module = ".".join(relative.with_suffix("").parts).removeprefix("src.")  # as mutmut names it
+
+    def text(name: str) -> str:
+        """A generated function, named as in the source: a change to its ``def`` reads so."""
+        start, end = spans[name]
+        defined_as = function_name(name.replace("__mutmut_orig", "__mutmut_0")).rpartition(".")[2]
+        return "\n".join(lines[start - 1 : end]).replace(name, defined_as, 1)
+
+    texts = [
+        (f"{module}.{name}", text(f"{name.rpartition(MUTMUT_MARK)[0]}__mutmut_orig"), text(name))
+        for name in spans
+        if MUTMUT_MARK in name and not name.endswith("__mutmut_orig")
+    ]
+    return keys_from(texts)
+
+
+def listed(path: Path, mutants: Iterable[str]) -> set[str]:
+    """The mutants among ``mutants``, mutmut's of the module at ``path``, listed as equivalent."""
+    known = equivalents()
+    keys = mutmut_keys(path)
+    return {mutant for mutant in mutants if keys.get(mutant) in known}
+
+
+def defined(source: str) -> dict[str, list[list[str]]]:
+    """
+    The lines of each function and method of a module, stripped, by qualified name;
+    under ``"<module>"``, the lines of its top level and class bodies.
+    """
+    tree = ast.parse(source)
+    lines = [line.strip() for line in source.splitlines()]
+    found: dict[str, list[list[str]]] = {}
+    inside: set[int] = set()
+
+    def walk(body: list[ast.stmt], qualified: str) -> None:
+        for statement in body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                end = statement.end_lineno or statement.lineno
+                found.setdefault(qualified + statement.name, []).append(
+                    lines[statement.lineno - 1 : end]
+                )
+                inside.update(range(statement.lineno - 1, end))
+            elif isinstance(statement, ast.ClassDef):
+                walk(statement.body, f"{qualified}{statement.name}.")
+
+    walk(tree.body, "")
+    found["<module>"] = [[line for number, line in enumerate(lines) if number not in inside]]
+    return found
+
+
+def check(ledger: Path, sources: Iterable[Path]) -> list[str]:
+    """
+    Each stale entry of ``ledger``, read against the modules at ``sources`` without
+    running a mutant: its function is found in none of them, or none holds the line
+    it names (as many times as its ``occurrence`` says).
+    """
+    functions: dict[str, list[list[str]]] = {}
+    for source in sources:
+        for name, bodies in defined(source.read_text(encoding="utf-8")).items():
+            functions.setdefault(name, []).extend(bodies)
+
+    def held(bodies: list[list[str]], wanted: list[str]) -> int:
+        """How many times the function of these bodies (one per module) holds the lines."""
+        return max(
+            (
+                sum(body[at : at + len(wanted)] == wanted for at in range(len(body)))
+                for body in bodies
+            ),
+            default=0,
+        )
+
+    stale: list[str] = []
+    for key in equivalents(ledger):
+        wanted = key.line.split("\n")
+        times = held(functions.get(key.function, []), wanted)
+        if times >= key.occurrence:
+            continue
+        if key.function not in functions:
+            gone = f"no function {key.function!r} any more"
+        elif not times:
+            gone = f"no such line in {key.function} any more"
+        else:
+            gone = f"{key.function} holds that line {times} time(s) only"
+        elsewhere = [
+            name
+            for name, bodies in functions.items()
+            if name not in (key.function, "<module>") and held(bodies, wanted) >= key.occurrence
+        ]
+        if elsewhere:  # a renamed function, or the line moved to another
+            gone += f"; the line is in {', '.join(sorted(elsewhere))}"
+        stale.append(f"{key}: {gone}")
+    return stale
 
 
 def scratch(path: Path) -> Path:
@@ -444,7 +667,6 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
     data = read_record(copy)
     verdicts: dict[str, list[str]] = data.setdefault("mutants", {})
     hashes = function_hashes(path)
-    known = equivalents()
     kinds = ("survived", "no tests", "at import")
     selections = {kind: wide_selection(path.stem, kind) for kind in kinds}
     tests = {status: selection_hash(copy, files) for status, files in selections.items()}
@@ -465,8 +687,10 @@ def widen(path: Path, max_children: int, only: Sequence[str] = ()) -> None:
         return "judged" if verdict != "survived" or same_tests else ""
 
     left: list[tuple[str, str]] = []
-    for mutant, status in results(path, only):
-        if status not in ("survived", "no tests") or mutant in known:
+    alive = [(m, status) for m, status in results(path, only) if status in ("survived", "no tests")]
+    known = listed(path, (mutant for mutant, _ in alive))
+    for mutant, status in alive:
+        if mutant in known:
             continue
         kind = "at import" if function_of(mutant).endswith("ǁ__init__") else status
         if standing(mutant, kind) != "judged":
@@ -547,12 +771,9 @@ def rerun_survivors(
     tests = selection_hash(copy, TESTS[path.stem])
     ran_with = data.get("survivors_ran_with")
     if ran_with != tests and (ran_with is not None or resume):
-        known = equivalents()
-        names = [
-            mutant
-            for mutant, status in results(path, only)
-            if status in ("survived", "no tests") and mutant not in known
-        ]
+        alive = [m for m, status in results(path, only) if status in ("survived", "no tests")]
+        known = listed(path, alive)
+        names = [mutant for mutant in alive if mutant not in known]
         if names:
             print(f"== {len(names)} survivor(s) of {path.stem} run again: the tests changed")
             if subprocess.run([*command, *names], cwd=copy, env=environment).returncode:
@@ -581,10 +802,11 @@ def confirm_timeouts(path: Path, max_children: int, only: Sequence[str] = ()) ->
     hashes = function_hashes(path)
     stats = json.loads((copy / "mutants" / "mutmut-stats.json").read_text(encoding="utf-8"))
     tests_of: dict[str, list[str]] = stats["tests_by_mangled_function_name"]
-    known = equivalents()
+    unconfirmed = [mutant for mutant, status in results(path, only) if status in UNCONFIRMED]
+    known = listed(path, unconfirmed)
     pending: dict[str, list[str]] = {}  # by the mutated function's mangled name
-    for mutant, status in results(path, only):
-        if status in UNCONFIRMED and mutant not in known:
+    for mutant in unconfirmed:
+        if mutant not in known:
             pending.setdefault(mutant.rpartition("__mutmut_")[0], []).append(mutant)
 
     def keep(mutant: str, verdict: str) -> None:
@@ -632,75 +854,64 @@ def diff(mutant: str, copy: Path) -> str:
     return shown.stdout
 
 
-def mutated_line(patch: str) -> str:
-    """The first line the mutant adds, without the ``+`` and indentation."""
-    for line in patch.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            return line[1:].strip()
-    return ""
-
-
 def report(
     paths: list[Path],
     only: Sequence[str] = (),
     *,
     results_of: Callable[[Path, Sequence[str]], Iterable[tuple[str, str]]] = results,
     patch_of: Callable[[str, Path], str] | None = None,
-    mark: str = MUTMUT_MARK,
+    keys_of: Callable[[Path], dict[str, Key]] = mutmut_keys,
+    ledger: Path | None = None,
 ) -> int:
     """
     Print the score of each module and every survivor's diff; return 1 when a module
-    is under the target or an equivalent listed is stale.
+    is under the target or an equivalent listed is stale: the tests kill its mutant,
+    or its function's mutants no longer make its change.
 
     :param results_of: each mutant of a module with its status: mutmut's by default.
     :param patch_of: a survivor's diff; by default, as ``mutmut show`` gives it.
-    :param mark: what the name of every mutant of the tool reported holds.
+    :param keys_of: the key of every mutant of a module: mutmut's by default.
+    :param ledger: the equivalents: tools/mutation-equivalents.toml by default.
     """
     if patch_of is None:
         patch_of = lambda mutant, path: diff(mutant, scratch(path))  # noqa: E731
-    known = {
-        name: entry
-        for name, entry in equivalents().items()
-        if selected(name, only) and mark in name
-    }
+    known = equivalents(ledger)
     if only:
         print(f"only the mutants matching {' or '.join(only)}")
-    seen: set[str] = set()
     stale: list[str] = []
     failing = False
     print(f"{'module':<22}{'mutants':>9}{'killed':>8}{'equiv.':>8}{'survived':>10}{'score':>8}")
     survivors: list[tuple[str, str, str]] = []
     for path in paths:
         total = killed = equivalent = 0
+        keys = keys_of(path)
+        reported: set[tuple[str, str]] = set()  # (operators, function)
         for mutant, status in results_of(path, only):
             total += 1
+            key = keys.get(mutant)
+            if key is not None:
+                reported.add((key.operators, key.function))
             if status in KILLED:
                 killed += 1
-                if mutant in known:
-                    stale.append(f"{mutant}: listed as equivalent, but the tests kill it")
-                    seen.add(mutant)
+                if key in known:
+                    stale.append(f"{key}: listed as equivalent, but the tests kill {mutant}")
                 continue
-            patch = patch_of(mutant, path)
-            if mutant in known:
-                seen.add(mutant)
-                if known[mutant].line != mutated_line(patch):
-                    stale.append(
-                        f"{mutant}: the listed line {known[mutant].line!r} is now "
-                        f"{mutated_line(patch)!r}; review it again"
-                    )
-                else:
-                    equivalent += 1
-                    continue
-            survivors.append((mutant, status, patch))
+            if key in known:
+                equivalent += 1
+                continue
+            survivors.append((mutant, status, patch_of(mutant, path)))
+        made = set(keys.values())
+        stale.extend(
+            f"{key}: no mutant of {key.function} makes this change any more"
+            for key in known
+            if (key.operators, key.function) in reported and key not in made
+        )
         judged = total - equivalent
         score = killed / judged if judged else 1.0
         failing |= score < TARGET
         print(
             f"{path.stem:<22}{total:>9}{killed:>8}{equivalent:>8}{judged - killed:>10}{score:>8.1%}"
         )
-    reported = {f"conformkit.{path.stem}." for path in paths}
-    gone = {name for name in set(known) - seen if name.startswith(tuple(reported))}
-    stale.extend(f"{name}: no such mutant any more" for name in sorted(gone))
     for mutant, status, patch in survivors:
         print(f"\n{patch.strip() or f'# {mutant}: {status}'}")  # mutmut's diff names it
     for line in stale:
@@ -789,12 +1000,36 @@ def report_extra(
         patch: str = made[name].diff(path.read_text(encoding="utf-8"), relative)
         return patch
 
-    return report(paths, only, results_of=results_of, patch_of=patch_of, mark=extra.MARK)
+    def keys_of(path: Path) -> dict[str, Key]:
+        source = path.read_text(encoding="utf-8")
+        every = extra.mutants_of(source, path.stem)
+        return keys_from((mutant.name, source, mutant.source) for mutant in every)
+
+    return report(paths, only, results_of=results_of, patch_of=patch_of, keys_of=keys_of)
+
+
+def check_equivalents() -> int:
+    """
+    Print each stale entry of tools/mutation-equivalents.toml, read against every
+    module of the package; return 1 if there is one.
+    """
+    package = ROOT / "src" / "conformkit"
+    stale = check(EQUIVALENTS, sorted(package.rglob("*.py")))
+    for line in stale:
+        print(f"stale equivalent: {line}")
+    count = len(equivalents())
+    print(f"{count - len(stale)} of {count} equivalents found in {package.relative_to(ROOT)}")
+    return 1 if stale else 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report", action="store_true", help="only report the last runs")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only report the stale equivalents, read against the sources: no mutant runs",
+    )
     parser.add_argument(
         "--module", action="append", metavar="NAME", help="a core module, e.g. _scope (repeatable)"
     )
@@ -810,7 +1045,7 @@ def main() -> int:
         action="append",
         metavar="PATTERN",
         help="run and count only the mutants whose names match (repeatable), e.g. "
-        "'conformkit._runner.xǁExecutionǁrun__mutmut_*' after a change to that function",
+        "'conformkit._runner.execution.xǁExecutionǁrun__mutmut_*' after a change to it",
     )
     parser.add_argument(
         "--operators",
@@ -827,11 +1062,18 @@ def main() -> int:
         "the module's selection in TESTS, e.g. the tests that exercise a function",
     )
     arguments = parser.parse_args()
+    if arguments.check:
+        return check_equivalents()
     only: list[str] = arguments.mutants or []
     paths = source_paths()
     if arguments.operators == "extra":
         # Any module with its tests listed, those mutmut is not run on included.
-        paths = [ROOT / "src" / "conformkit" / f"{name}.py" for name in TESTS]
+        listed_modules = {path.stem for path in paths}
+        paths += [
+            ROOT / "src" / "conformkit" / f"{name}.py"
+            for name in TESTS
+            if name not in listed_modules
+        ]
     if arguments.module:
         by_name = {path.stem: path for path in paths}
         unknown = [name for name in arguments.module if name not in by_name]
