@@ -1102,6 +1102,7 @@ def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: 
     work still stops before the cleanups run, and then Ctrl-C propagates.
     """
     joining: list[anyio.Event] = []
+    pressed: list[anyio.Event] = []
 
     async def winds_down() -> None:
         try:
@@ -1109,11 +1110,15 @@ def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: 
         finally:  # cancelled: it takes a moment to stop, shielded
             joining[0].set()
             with anyio.CancelScope(shield=True):
+                # Until Ctrl-C was pressed, and a moment more for the loop to deliver
+                # it: not a fixed time, which a loaded machine may outlast.
+                await pressed[0].wait()
                 await anyio.sleep(TINY)
             trace.add("finished work")
 
     def create(scope: ck.FeatureScope, trace: Trace, case_id: str) -> None:
         joining.append(anyio.Event())
+        pressed.append(anyio.Event())
         scope.start_soon(winds_down)
 
     implementation, _ = contract(trace, {"session": passes}, create=create)
@@ -1131,18 +1136,23 @@ def ctrl_c_while_a_session_waits_for_its_background_work(trace: Trace, backend: 
             async def press() -> None:
                 await joining[0].wait()
                 await anyio.wait_all_tasks_blocked()  # the second dispose waits on the first
+
                 # Ctrl-C from within the event loop, as when it arrives while every
                 # task waits: each loop delivers it to its main task, the one joining.
+                def ctrl_c() -> None:
+                    try:
+                        signal.raise_signal(signal.SIGINT)
+                    finally:
+                        pressed[0].set()
+
                 if backend == "trio":
                     import trio
 
-                    trio.lowlevel.current_trio_token().run_sync_soon(
-                        signal.raise_signal, signal.SIGINT
-                    )
+                    trio.lowlevel.current_trio_token().run_sync_soon(ctrl_c)
                 else:
                     import asyncio
 
-                    asyncio.get_running_loop().call_soon(signal.raise_signal, signal.SIGINT)
+                    asyncio.get_running_loop().call_soon(ctrl_c)
 
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(second)
