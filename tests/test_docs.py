@@ -320,7 +320,7 @@ _CHANGELOG_HEADINGS = re.compile(
 )
 # A changelog entry is a line or two for users; how a change was made, measured or
 # tested goes in its commit, and how to develop in CONTRIBUTING.md.
-ENTRY_WORDS = 80
+ENTRY_WORDS = 40
 
 
 def anchor(title: str) -> str:
@@ -384,7 +384,7 @@ class TestFrontPages:
                 )
 
     def test_the_changelog_is_a_short_list_for_users(self) -> None:
-        """Keep a Changelog's headings, no tables or code blocks, and no entry over 80 words."""
+        """Keep a Changelog's headings, no tables or code blocks, and no entry over 40 words."""
         text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
         for heading in re.findall(r"^#.*$", text, re.MULTILINE):
             assert _CHANGELOG_HEADINGS.fullmatch(heading), f"CHANGELOG.md: heading {heading!r}"
