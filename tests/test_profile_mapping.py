@@ -382,6 +382,60 @@ class NoViewsNorGet(NoViews):
         return super().__getattribute__(name)
 
 
+class RefusesUnknownAttributes(NoViews):
+    """The same, raising AssertionError for an attribute it lacks, as diskcache's FanoutCache."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"cannot access {name} in cache shard")
+
+
+class GetRaisesOnLookup(NoViews):
+    """The same, whose get() cannot even be looked up: the lookup raises RuntimeError."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "get":
+            raise RuntimeError("the shard is closed")
+        return super().__getattribute__(name)
+
+
+class WithoutLength:
+    """
+    Reads, writes, deletes, iterates and has keys() and values(), but no len(), get(),
+    pop() or clear(), and it is not a MutableMapping: semidbm's shape.
+    """
+
+    def __init__(self) -> None:
+        self.data: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.data[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self.data[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def keys(self) -> list[Any]:
+        return list(self.data)
+
+    def values(self) -> list[Any]:
+        return list(self.data.values())
+
+
+class RegisteredWithoutLength(WithoutLength):
+    """The same, registered as a MutableMapping: isinstance() is true, len() still raises."""
+
+
+MutableMapping.register(RegisteredWithoutLength)
+
+
 class KeepsRefusedWrites(Wrapper):
     """
     Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
@@ -545,6 +599,41 @@ MISSING_METHOD = [
         OverDict(NoViewsNorGet),
         {"is_mutable_mapping", "missing_key_raises_key_error", "none_value_round_trips"},
         id="no-views-nor-get",
+    ),
+    pytest.param(OverDict(RefusesUnknownAttributes), {"is_mutable_mapping"}, id="fanout-cache"),
+    pytest.param(
+        OverDict(GetRaisesOnLookup),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",
+            "none_value_round_trips",
+            "errors_surface_at_the_failing_call",
+        },
+        id="get-raises-on-lookup",
+    ),
+    pytest.param(
+        OverDict(WithoutLength),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",  # get()
+            "pop_missing_raises_key_error",  # pop()
+            "overwrite_keeps_length",  # len()
+            "none_value_round_trips",  # get()
+            "clear_empties",  # clear()
+        },
+        id="without-length",
+    ),
+    pytest.param(
+        OverDict(RegisteredWithoutLength),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",
+            "pop_missing_raises_key_error",
+            "overwrite_keeps_length",
+            "none_value_round_trips",
+            "clear_empties",
+        },
+        id="registered-without-length",
     ),
 ]
 
@@ -824,6 +913,30 @@ class TestSampleDomains:
         ]  # fmt: skip
         assert [mapping.BYTES_SAMPLES.key(n) for n in range(2)] == [b"key-0", b"key-1"]
 
+    def test_the_declaration_is_read_without_running_the_store(self) -> None:
+        """A store's __getattr__ is not run: one that raises there still gets its domain."""
+        assert mapping.samples_of(RefusesUnknownAttributes()) is mapping.RICH_SAMPLES
+        store = RefusesUnknownAttributes()
+        store.conformkit_samples = mapping.BYTES_SAMPLES  # type: ignore[attr-defined]
+        assert mapping.samples_of(store) is mapping.BYTES_SAMPLES
+
+        class Slotted:
+            __slots__ = ("conformkit_samples",)
+            conformkit_samples: mapping.MappingSamples
+
+        slotted = Slotted()
+        assert mapping.samples_of(slotted) is mapping.RICH_SAMPLES  # the slot is empty
+        slotted.conformkit_samples = mapping.BYTES_VALUE_SAMPLES
+        assert mapping.samples_of(slotted) is mapping.BYTES_VALUE_SAMPLES
+
+        class Computed(dict[Any, Any]):
+            @property
+            def conformkit_samples(self) -> mapping.MappingSamples:
+                raise AssertionError("a property is the store's code, never run")
+
+        with pytest.raises(TypeError, match=r"Computed.conformkit_samples must be a MappingSamp"):
+            mapping.samples_of(Computed())
+
     def test_a_declaration_is_checked(self) -> None:
         """Equal samples, unhashable keys and a wrong attribute are refused, saying why."""
         with pytest.raises(ValueError, match=r"key\(0\) and key\(2\) are equal, 'k0'"):
@@ -858,14 +971,53 @@ class TestCascades:
     async def test_a_missing_method_fails_where_it_is_owned(
         self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
     ) -> None:
-        """Without views, only is_mutable_mapping fails; a case needing get() is blocked."""
+        """Only is_mutable_mapping fails for a shape; a case needing what is missing is blocked."""
         report = await ck.run_contract(implementation, mapping.suite)
         assert failed(report) == expected, report
+        name = type(implementation).__name__
         for case in expected - {"is_mutable_mapping"}:
-            assert "blocked: the mapping, a NoViewsNorGet, has no get() method; " in reason(
-                report, case
-            )
-            assert "is_mutable_mapping owns" in reason(report, case)
+            assert reason(report, case).startswith(
+                f"case {case!r} failed: AssertionError: blocked: "
+            ), report
+            assert "is_mutable_mapping owns" in reason(report, case), name
+
+    def test_a_missing_method_is_named_where_it_blocks(self) -> None:
+        """A blocked case names the mapping's type and the method it lacks."""
+        report = ck.run_contract_sync(OverDict(NoViewsNorGet), mapping.suite)
+        assert "blocked: the mapping, a NoViewsNorGet, has no get() method; " in reason(
+            report, "missing_key_raises_key_error"
+        )
+        report = ck.run_contract_sync(OverDict(WithoutLength), mapping.suite)
+        assert "blocked: the mapping, a WithoutLength, has no __len__() method; " in reason(
+            report, "overwrite_keeps_length"
+        )
+        assert "blocked: the mapping, a WithoutLength, has no clear() method; " in reason(
+            report, "clear_empties"
+        )
+
+    def test_is_mutable_mapping_lists_what_the_class_lacks(self) -> None:
+        """One reason lists every method a MutableMapping has that the class does not define."""
+        report = ck.run_contract_sync(OverDict(WithoutLength), mapping.suite)
+        assert (
+            "expected an instance of collections.abc.MutableMapping, got a WithoutLength, whose "
+            "class does not define __len__(), clear(), get(), items(), pop(), popitem(), "
+            "setdefault() and update()"
+        ) in reason(report, "is_mutable_mapping")
+        report = ck.run_contract_sync(OverDict(RegisteredWithoutLength), mapping.suite)
+        assert (
+            "RegisteredWithoutLength is registered as a collections.abc.MutableMapping, but its "
+            "class does not define __len__(), clear(), get(), items(), pop(), popitem(), "
+            "setdefault() and update()"
+        ) in reason(report, "is_mutable_mapping")
+
+    def test_a_lookup_that_raises_is_named(self) -> None:
+        """A method whose lookup raises blocks the case, naming the mapping and the attribute."""
+        report = ck.run_contract_sync(OverDict(GetRaisesOnLookup), mapping.suite)
+        for case in ("missing_key_raises_key_error", "errors_surface_at_the_failing_call"):
+            assert (
+                "blocked: looking up get on the mapping, a GetRaisesOnLookup, raised "
+                "RuntimeError: the shard is closed; is_mutable_mapping owns"
+            ) in reason(report, case)
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(("implementation", "expected"), REFUSED_WRITE)

@@ -36,18 +36,20 @@ Bundled implementations: :class:`DictMappingImplementation` (a ``dict``, the ref
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import pickle
 import re
 import sqlite3
 import threading
+import types
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Literal, TypeAlias, final, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final, get_args
 
 from .._explain import error_line
 from .._feature import Feature
@@ -201,9 +203,18 @@ def samples_of(api: object) -> MappingSamples:
     """
     The sample domain a mapping (or a durable store) declares, :data:`RICH_SAMPLES` if none.
 
+    The declaration is read as a plain attribute, of the object or of its class, without
+    running the object's code: not its ``__getattr__`` (a store that delegates unknown
+    attributes elsewhere, or refuses them), nor a property.
+
     :raises TypeError: if its ``conformkit_samples`` is not a :class:`MappingSamples`.
     """
-    declared = getattr(api, SAMPLES_ATTRIBUTE, None)
+    declared = inspect.getattr_static(api, SAMPLES_ATTRIBUTE, None)
+    if isinstance(declared, types.MemberDescriptorType):  # a slot, read as Python reads it
+        try:
+            declared = declared.__get__(api, type(api))
+        except AttributeError:  # an empty slot
+            declared = None
     if declared is None:
         return RICH_SAMPLES
     if not isinstance(declared, MappingSamples):
@@ -239,7 +250,21 @@ MappingCase = Literal[
 
 # --------------------------------------------------------------------------- feature and suite
 
-feature = Feature[MappingAPI, MappingCase](
+if TYPE_CHECKING:
+    _Created: TypeAlias = MappingAPI
+else:
+
+    @final
+    class _Created:
+        """
+        What the runner checks create()'s object against: a plain class, so that None is
+        refused and no member is required. The object's shape is the case
+        is_mutable_mapping's to judge, and a case that needs a method the object lacks is
+        blocked, naming it; required at create, one missing method would fail every case.
+        """
+
+
+feature = Feature[_Created, MappingCase](
     "conformkit.profiles.mapping",
     cases=get_args(MappingCase),
     description=(
@@ -269,11 +294,65 @@ _SEE: Final = PointAt("docs/profile-mapping.md#failure-modes")
 _DEFAULT: Final = object()  # a default no store could hold: get() and pop() must return it
 
 
+# What every case but is_mutable_mapping needs of the mapping's class.
+_ESSENTIAL: Final = ("__getitem__", "__setitem__", "__delitem__", "__iter__")
+# What a MutableMapping has, abstract and mixin, as is_mutable_mapping lists what is missing.
+_MUTABLE_MAPPING_METHODS: Final = (
+    *_ESSENTIAL,
+    "__len__",
+    "__contains__",
+    "clear",
+    "get",
+    "items",
+    "keys",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+)
+
+
+def _lacks(api: object, names: tuple[str, ...]) -> list[str]:
+    """The methods of ``names`` that the object's class does not define, looked up statically."""
+    return [
+        name
+        for name in names
+        if inspect.getattr_static(type(api), name, None) is None  # __hash__ = None, say
+    ]
+
+
+def _lacking(api: object, name: str) -> AssertionError:
+    return AssertionError(
+        f"blocked: the mapping, a {type(api).__qualname__}, has no {name}() method; "
+        f"is_mutable_mapping owns the methods a MutableMapping has"
+    )
+
+
 def _samples(api: MappingAPI) -> MappingSamples:
+    """The mapping's samples; a case that cannot read, write, delete and iterate is blocked."""
+    missing = _lacks(api, _ESSENTIAL)
+    if missing:
+        raise _lacking(api, missing[0])
     try:
         return samples_of(api)
     except TypeError as exc:
         raise AssertionError(f"blocked: {exc}") from exc
+
+
+def _length(api: MappingAPI) -> int:
+    """``len(api)``; a mapping without ``__len__`` blocks the case."""
+    if _lacks(api, ("__len__",)):
+        raise _lacking(api, "__len__")
+    return len(api)
+
+
+def _size(api: MappingAPI) -> int:
+    """
+    ``len(api)``, for a case that counts keys by the way: a mapping without ``__len__``
+    (is_mutable_mapping owns that) is counted by iterating it instead.
+    """
+    return len(list(api)) if _lacks(api, ("__len__",)) else len(api)
 
 
 def _put(api: MappingAPI, key: object, value: object) -> None:
@@ -320,13 +399,23 @@ def _get(api: MappingAPI, key: object, when: str) -> object:
 
 
 def _method(api: MappingAPI, name: str) -> Callable[..., Any]:
-    """A mixin method of the mapping; one that is missing blocks the case."""
+    """A mixin method of the mapping; one missing, or whose lookup raises, blocks the case."""
+    method = _optional_method(api, name)
+    if method is None:
+        raise _lacking(api, name)
+    return method
+
+
+def _optional_method(api: MappingAPI, name: str) -> Callable[..., Any] | None:
+    """A mixin method of the mapping, or ``None``; a lookup that raises blocks the case."""
     try:
         method: Callable[..., Any] = getattr(api, name)
-    except AttributeError as exc:
+    except AttributeError:
+        return None
+    except Exception as exc:
         raise AssertionError(
-            f"blocked: the mapping, a {type(api).__qualname__}, has no {name}() method; "
-            f"is_mutable_mapping owns the methods a MutableMapping has"
+            f"blocked: looking up {name} on the mapping, a {type(api).__qualname__}, raised "
+            f"{error_line(exc)}; is_mutable_mapping owns the methods a MutableMapping has"
         ) from exc
     return method
 
@@ -489,10 +578,19 @@ def _pop_missing_raises_key_error(api: MappingAPI) -> None:
 @suite.case("is_mutable_mapping")
 def _is_mutable_mapping(api: MappingAPI) -> None:
     with _SEE:
+        lacks = _lacks(api, _MUTABLE_MAPPING_METHODS)
+        listed = ", ".join(f"{name}()" for name in lacks[:-1])
+        listed = f"{listed} and {lacks[-1]}()" if listed else f"{lacks[-1]}()" if lacks else ""
+        name = type(api).__qualname__
         if not isinstance(api, MutableMapping):
             raise AssertionError(
-                f"expected an instance of collections.abc.MutableMapping, "
-                f"got a {type(api).__qualname__}"
+                f"expected an instance of collections.abc.MutableMapping, got a {name}"
+                + (f", whose class does not define {listed}" if lacks else "")
+            )
+        if lacks:
+            raise AssertionError(
+                f"{name} is registered as a collections.abc.MutableMapping, but its class does "
+                f"not define {listed}"
             )
         samples = _samples(api)
         (a, b, c), (one, two, three) = (
@@ -555,8 +653,9 @@ def _overwrite_keeps_length(api: MappingAPI) -> None:
         key, first, second = samples.key(0), samples.value(0), samples.value(1)
         _put(api, key, first)
         api[key] = second
-        if len(api) != 1:
-            raise AssertionError(f"wrote one key, {key!r}, twice; expected len() 1, got {len(api)}")
+        length = _length(api)
+        if length != 1:
+            raise AssertionError(f"wrote one key, {key!r}, twice; expected len() 1, got {length}")
         got = _get(api, key, "after overwriting it")
         if got != second:
             raise AssertionError(
@@ -782,18 +881,18 @@ def _clear_empties(api: MappingAPI) -> None:
             _put(api, key, samples.value(0))
         _method(api, "clear")()
         left = list(api)
-        if len(api) != 0 or left or keys[0] in api:
+        if _size(api) != 0 or left or keys[0] in api:
             raise AssertionError(
-                f"after clear(), expected an empty mapping; got len() {len(api)} and the keys "
+                f"after clear(), expected an empty mapping; got len() {_size(api)} and the keys "
                 f"{short_repr(left)}"
             )
         key, value = samples.key(3), samples.value(1)
         _put(api, key, value)
         got = _get(api, key, "after clear() and a write")
-        if got != value or len(api) != 1:
+        if got != value or _size(api) != 1:
             raise AssertionError(
                 f"after clear() and one write of {short_repr(value)} under {key!r}, expected "
-                f"it to read back and len() 1; read {short_repr(got)}, len() {len(api)}"
+                f"it to read back and len() 1; read {short_repr(got)}, len() {_size(api)}"
             )
 
 
@@ -834,6 +933,7 @@ def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
     lookups, with any error, as the write refused it; a sample key may not.
     """
     refusals: tuple[type[Exception], ...] = (Exception,) if refused_key else ()
+    get = _optional_method(api, "get")  # outside the try: a lookup that raises blocks the case
     try:
         if key in api:
             return "key in mapping is True"
@@ -842,7 +942,7 @@ def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
     except Exception as exc:
         return f"key in mapping raises {error_line(exc)}"
     try:
-        got = api.get(key, _DEFAULT) if hasattr(api, "get") else _DEFAULT
+        got = _DEFAULT if get is None else get(key, _DEFAULT)
     except refusals:
         got = _DEFAULT
     except Exception as exc:
@@ -949,7 +1049,7 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
                 _put(api, kept_key, kept)
         later_key, later = samples.key(next(fresh)), samples.value(2)
         later_calls: list[tuple[str, Callable[[], object]]] = [
-            ("len(mapping)", lambda: len(api)),
+            ("len(mapping)", lambda: _size(api)),  # is_mutable_mapping owns a missing __len__
             ("list(mapping)", lambda: list(api)),
             ("copying it, {key: mapping[key] for key in mapping},", lambda: _copied(api)),
             (
@@ -1028,10 +1128,11 @@ async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
         held = {n: _held(api, samples.key(n)) for n in numbers}
         wrong = [(samples.key(n), held[n]) for n in numbers if held[n] != samples.value(n)]
         total = len(numbers)
-        if wrong or len(api) != total:
+        length = _size(api)
+        if wrong or length != total:
             raise AssertionError(
                 f"{_THREADS} threads each wrote {_KEYS_PER_THREAD} distinct keys through one "
-                f"shared mapping; afterwards len() is {len(api)} (expected {total}) and "
+                f"shared mapping; afterwards len() is {length} (expected {total}) and "
                 f"{len(wrong)} values are not intact, such as {short_repr(wrong[:2])}"
             )
 
