@@ -436,6 +436,28 @@ class RegisteredWithoutLength(WithoutLength):
 MutableMapping.register(RegisteredWithoutLength)
 
 
+class BatchLookups(dict[Any, Any]):
+    """
+    Reads a list of keys at once, as rocksdict does: ``[]`` and ``get()`` of a list give
+    a list of answers. A write under a list raises, and leaves no trace.
+    """
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, list):
+            return [self.get(one) for one in key]
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if isinstance(key, list):
+            return [super(BatchLookups, self).get(one, default) for one in key]
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, list):
+            raise TypeError("a list of keys is not a key")
+        return super().__contains__(key)
+
+
 class KeepsRefusedWrites(Wrapper):
     """
     Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
@@ -643,6 +665,7 @@ REFUSED_WRITE = [
         {"errors_surface_at_the_failing_call"},
         id="keeps-refused-writes",
     ),
+    pytest.param(OverDict(BatchLookups), set(), id="batch-lookups-without-defect"),
     pytest.param(
         OverDictClaimingCopies(over_dict(DeletesOnRefusedOverwrite)),
         {"errors_surface_at_the_failing_call"},

@@ -72,6 +72,7 @@ __all__ = [
     "BYTES_VALUE_SAMPLES",
     "RICH_SAMPLES",
     "SAMPLES_ATTRIBUTE",
+    "STR_SAMPLES",
     "DictMappingImplementation",
     "MappingAPI",
     "MappingCase",
@@ -187,6 +188,16 @@ RICH_SAMPLES: Final = MappingSamples(
 The default domain: keys ``"key-0"``, ``"key-1"``, …; values ``"a value"``, ``42``,
 ``2.5``, ``b"\\x00\\xff"``, ``(1, "two")``, a nested dict, then ``"value 6"``, ….
 """
+
+
+def _text_value(n: int) -> str:
+    return f"value {n}"
+
+
+STR_SAMPLES: Final = MappingSamples(
+    key=_text_key, value=_text_value, large_value="a much longer value " * 100
+)
+"""Str keys ``"key-0"``, … and str values ``"value 0"``, …: a store of text, such as Redis."""
 
 BYTES_VALUE_SAMPLES: Final = MappingSamples(
     key=_text_key, value=_bytes_value, large_value=b"a much longer value " * 100
@@ -926,14 +937,20 @@ def _comparable(value: object) -> bool:
     return not isinstance(value, type(threading.Lock()) | BaseException)
 
 
-def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
+def _absent(api: MappingAPI, key: object, value: object, *, refused_key: bool) -> str | None:
     """
-    Say how a key is present after a write of it raised, or ``None`` if ``in``, ``get``
-    and ``[]`` all find it absent. A key the store refused may also be refused by the
-    lookups, with any error, as the write refused it; a sample key may not.
+    Say how a key is present after a write of ``value`` under it raised, or ``None`` if
+    ``in``, ``get`` and ``[]`` all find it absent. A key the store refused may also be
+    refused by the lookups, with any error, as the write refused it, and a lookup may
+    give it a meaning of its own (a list of keys read at once): only the value written
+    is a trace of it. A sample key may not.
     """
     refusals: tuple[type[Exception], ...] = (Exception,) if refused_key else ()
     get = _optional_method(api, "get")  # outside the try: a lookup that raises blocks the case
+
+    def kept(got: object) -> bool:
+        return not refused_key or _is_same(got, value)
+
     try:
         if key in api:
             return "key in mapping is True"
@@ -947,7 +964,7 @@ def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
         got = _DEFAULT
     except Exception as exc:
         return f"get() raises {error_line(exc)}"
-    if got is not _DEFAULT:
+    if got is not _DEFAULT and kept(got):
         return f"get() returns {short_repr(got)}"
     try:
         got = api[key]
@@ -957,7 +974,15 @@ def _absent(api: MappingAPI, key: object, *, refused_key: bool) -> str | None:
         return None
     except Exception as exc:
         return f"mapping[key] raises {error_line(exc)}, not KeyError"
-    return f"mapping[key] returns {short_repr(got)}"
+    return f"mapping[key] returns {short_repr(got)}" if kept(got) else None
+
+
+def _is_same(got: object, value: object) -> bool:
+    """Whether ``got`` is ``value`` read back: equal and of the same type, if it can say."""
+    try:
+        return got is value or strictly_equal(value, got)
+    except Exception:  # a comparison that raises says it is not the value
+        return False
 
 
 def _keys_shown(api: MappingAPI) -> list[str]:
@@ -1007,7 +1032,7 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
             try:
                 api[key] = samples.value(1)
             except Exception:
-                trace = _absent(api, key, refused_key=True)
+                trace = _absent(api, key, samples.value(1), refused_key=True)
                 after = _keys_shown(api)
                 if trace is not None or after != before:
                     change = trace or (
@@ -1025,7 +1050,7 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
             try:
                 api[key] = value
             except Exception:
-                trace = _absent(api, key, refused_key=False)
+                trace = _absent(api, key, value, refused_key=False)
                 if trace is not None:
                     raise AssertionError(
                         f"writing {what} under {short_repr(key)} raised, as it may, but left a "
