@@ -458,6 +458,77 @@ class BatchLookups(dict[Any, Any]):
         return super().__contains__(key)
 
 
+class ContainsDeleted(dict[Any, Any]):
+    """``in`` is true for a key once deleted: a tombstone counted as present."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone: set[Any] = set()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.gone.add(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.gone.discard(key)
+        super().__setitem__(key, value)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.gone or super().__contains__(key)
+
+
+class GetIsStale(dict[Any, Any]):
+    """get() reads a cache that a delete does not update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[Any, Any] = {}
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.cache[key] = value
+        super().__setitem__(key, value)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.cache.get(key, default)
+
+
+class PopWithDefaultLeavesKey(dict[Any, Any]):
+    """pop(key, default) of a present key returns its value and leaves the key."""
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if default:
+            return self[key] if key in self else default[0]
+        return super().pop(key)
+
+
+class DeletesEqualValues(dict[Any, Any]):
+    """A delete removes every key that holds the same value: an index by value."""
+
+    def __delitem__(self, key: Any) -> None:
+        value = self[key]
+        for other in [other for other, held in self.items() if held == value]:
+            super().__delitem__(other)
+
+
+class LengthKeepsDeleted(dict[Any, Any]):
+    """len() still counts the keys removed with del: a delete does not lower it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: set[Any] = set()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.deleted.add(key)
+
+    def __len__(self) -> int:
+        return super().__len__() + len(self.deleted - set(self))
+
+    def clear(self) -> None:
+        super().clear()
+        self.deleted.clear()
+
+
 class KeepsRefusedWrites(Wrapper):
     """
     Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
@@ -577,6 +648,24 @@ DEFECTS = [
     ),
     pytest.param(
         OverDict(over_dict(ThreadConfined)), {"shared_handle_is_thread_safe"}, id="thread-confined"
+    ),
+    pytest.param(
+        OverDict(ContainsDeleted), {"missing_key_raises_key_error"}, id="contains-deleted"
+    ),
+    pytest.param(OverDict(GetIsStale), {"missing_key_raises_key_error"}, id="get-is-stale"),
+    pytest.param(
+        OverDict(PopWithDefaultLeavesKey),
+        {"pop_missing_raises_key_error"},
+        id="pop-with-default-leaves-key",
+    ),
+    pytest.param(
+        OverDict(DeletesEqualValues),
+        # iteration_follows_insertion_order deletes a key: blocked, naming the owner
+        {"delete_missing_raises_key_error", "iteration_follows_insertion_order"},
+        id="deletes-equal-values",
+    ),
+    pytest.param(
+        OverDict(LengthKeepsDeleted), {"delete_missing_raises_key_error"}, id="length-keeps-deleted"
     ),
 ]
 
@@ -773,6 +862,13 @@ class TestDefects:
         for param in DEFECTS:
             caught |= cast("set[str]", param.values[1])
         assert caught == ALL_CASES
+
+    def test_a_case_that_deletes_is_blocked_by_a_delete_that_removes_more(self) -> None:
+        """A delete that removes other keys blocks iteration order, naming the delete's owner."""
+        report = ck.run_contract_sync(OverDict(DeletesEqualValues), mapping.suite)
+        text = report["iteration_follows_insertion_order"].reason or ""
+        assert "AssertionError: blocked: after deleting and writing 'key-0' again" in text
+        assert "delete_missing_raises_key_error owns what a delete removes" in text
 
     def test_failures_say_what_was_expected_and_what_happened(self) -> None:
         """A failed case's reason names the expectation and the observed behaviour."""

@@ -442,14 +442,18 @@ def _expect_key_error(call: Callable[[], object], doing: str) -> None:
     raise AssertionError(f"expected KeyError {doing}, it returned {short_repr(got)}")
 
 
-def _iterated(api: MappingAPI, written: list[object], when: str) -> list[object]:
+def _iterated(
+    api: MappingAPI,
+    written: list[object],
+    when: str,
+    owner: str = "read_your_writes owns which keys iteration gives",
+) -> list[object]:
     """The keys iteration gives, which must be the keys written, once each, in some order."""
     got = list(api)
     if Counter(got) != Counter(written):
         raise AssertionError(
             f"blocked: {when}, iteration gave {short_repr(got)}, not the keys written "
-            f"{short_repr(written)} in some order; read_your_writes owns which keys iteration "
-            f"gives"
+            f"{short_repr(written)} in some order; {owner}"
         )
     return got
 
@@ -510,14 +514,15 @@ def _missing_key_raises_key_error(api: MappingAPI) -> None:
                 f"delete_missing_raises_key_error owns deleting a key"
             ) from exc
         _expect_key_error(lambda: api[present], f"reading {present!r}, a key deleted")
-        if absent in api:
-            raise AssertionError(f"{absent!r} in mapping is True for a key never written")
-        got = _method(api, "get")(absent, _DEFAULT)
-        if got is not _DEFAULT:
-            raise AssertionError(
-                f"get({absent!r}, default) of a key never written returned {short_repr(got)}, "
-                f"not the default"
-            )
+        get = _method(api, "get")
+        for key, what in ((absent, "a key never written"), (present, "a key deleted")):
+            if key in api:
+                raise AssertionError(f"{key!r} in mapping is True for {what}")
+            got = get(key, _DEFAULT)
+            if got is not _DEFAULT:
+                raise AssertionError(
+                    f"get({key!r}, default) of {what} returned {short_repr(got)}, not the default"
+                )
 
 
 @suite.case("delete_missing_raises_key_error")
@@ -550,7 +555,22 @@ def _delete_missing_raises_key_error(api: MappingAPI) -> None:
                 f"after a failed delete of {absent!r}, {present!r} reads back {short_repr(got)}, "
                 f"not the {short_repr(value)} written: a failed delete must change nothing"
             )
+        other = samples.key(2)
+        api[other] = value  # the same value: a delete removes a key, not a value
+        got = _get(api, other, "right after writing it")
+        if got != value:
+            raise AssertionError(
+                f"after a failed delete of {absent!r}, wrote {short_repr(value)} under "
+                f"{other!r} and read back {short_repr(got)}: a failed delete must change nothing"
+            )
+        length = None if _lacks(api, ("__len__",)) else len(api)
         del api[present]
+        if other not in api or (length is not None and len(api) != length - 1):
+            raise AssertionError(
+                f"wrote {present!r} and {other!r}, both holding {short_repr(value)}, and deleted "
+                f"{present!r}: {other!r} in mapping is {other in api}, len() went from "
+                f"{length} to {_size(api)}; a delete removes that key alone"
+            )
         _expect_key_error(lambda: api.__delitem__(present), f"deleting {present!r} a second time")
 
 
@@ -583,6 +603,15 @@ def _pop_missing_raises_key_error(api: MappingAPI) -> None:
             raise AssertionError(
                 f"pop({present!r}, default) after popping it returned {short_repr(got)}, "
                 f"not the default"
+            )
+        other, other_value = samples.key(2), samples.value(1)
+        _put(api, other, other_value)
+        got = pop(other, _DEFAULT)
+        if got != other_value or other in api:
+            raise AssertionError(
+                f"pop({other!r}, default) of a key holding {short_repr(other_value)} returned "
+                f"{short_repr(got)}, and the key is {'still' if other in api else 'no longer'} "
+                f"in the mapping: expected the value, and the key removed"
             )
 
 
@@ -701,7 +730,12 @@ def _iteration_follows_insertion_order(api: MappingAPI) -> None:
         del api[again]
         _put(api, again, samples.value(1))
         expected = [key for key in order if key != again] + [again]
-        got = _iterated(api, expected, f"after deleting and writing {again!r} again")
+        got = _iterated(
+            api,
+            expected,
+            f"after deleting and writing {again!r} again",
+            "delete_missing_raises_key_error owns what a delete removes",
+        )
         if got != expected:
             raise AssertionError(
                 f"a key deleted and written again goes last, as in a dict: expected "
@@ -1125,6 +1159,7 @@ async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
         _put(api, probe, samples.value(0))
         _get(api, probe, "right after writing it")
         del api[probe]
+        baseline = _size(api)  # 0, unless len() misses deletes: delete_missing_... owns that
 
         def number(thread: int, index: int) -> int:
             return 1000 + thread * _KEYS_PER_THREAD + index
@@ -1153,7 +1188,7 @@ async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
         held = {n: _held(api, samples.key(n)) for n in numbers}
         wrong = [(samples.key(n), held[n]) for n in numbers if held[n] != samples.value(n)]
         total = len(numbers)
-        length = _size(api)
+        length = _size(api) - baseline
         if wrong or length != total:
             raise AssertionError(
                 f"{_THREADS} threads each wrote {_KEYS_PER_THREAD} distinct keys through one "
