@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import sqlite3
 import threading
 import typing
@@ -529,6 +530,51 @@ class LengthKeepsDeleted(dict[Any, Any]):
         self.deleted.clear()
 
 
+class BreaksWritesAfter(dict[Any, Any]):
+    """Once ``breaking`` has run, every write raises OSError: the operation corrupted the store."""
+
+    breaking = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if self.broken:
+            raise OSError(f"the store is corrupt since {self.breaking}()")
+        super().__setitem__(key, value)
+
+
+class ClearBreaksWrites(BreaksWritesAfter):
+    """clear() leaves a store that refuses writes."""
+
+    breaking = "clear"
+
+    def clear(self) -> None:
+        super().clear()
+        self.broken = True
+
+
+class PopBreaksWrites(BreaksWritesAfter):
+    """pop() leaves a store that refuses writes."""
+
+    breaking = "pop"
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.broken = True
+        return super().pop(key, *default)
+
+
+class DeleteBreaksWrites(BreaksWritesAfter):
+    """A delete leaves a store that refuses writes."""
+
+    breaking = "__delitem__"
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.broken = True
+
+
 class KeepsRefusedWrites(Wrapper):
     """
     Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
@@ -666,6 +712,16 @@ DEFECTS = [
     ),
     pytest.param(
         OverDict(LengthKeepsDeleted), {"delete_missing_raises_key_error"}, id="length-keeps-deleted"
+    ),
+    pytest.param(OverDict(ClearBreaksWrites), {"clear_empties"}, id="clear-breaks-writes"),
+    pytest.param(
+        OverDict(PopBreaksWrites), {"pop_missing_raises_key_error"}, id="pop-breaks-writes"
+    ),
+    pytest.param(
+        OverDict(DeleteBreaksWrites),
+        # iteration_follows_insertion_order writes after a delete: blocked, naming the owner
+        {"delete_missing_raises_key_error", "iteration_follows_insertion_order"},
+        id="delete-breaks-writes",
     ),
 ]
 
@@ -855,6 +911,23 @@ class TestDefects:
             if isinstance(coverage, ck.Unsupported)
         }
         assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - expected - declared
+
+    @pytest.mark.parametrize(
+        ("implementation", "expected"), DEFECTS + BYTES_ONLY + MISSING_METHOD + REFUSED_WRITE
+    )
+    def test_a_blocked_case_names_a_case_that_failed(
+        self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
+    ) -> None:
+        """A case's own failure is not 'blocked'; a blocked case's owner failed in the same run."""
+        report = ck.run_contract_sync(implementation, mapping.suite)
+        for result in report.results:
+            text = result.reason or ""
+            if ": AssertionError: blocked: " not in text:
+                continue
+            owners = set(re.findall(r"\b([a-z_]+) owns\b", text))
+            assert owners, text
+            assert result.case_id not in owners, text
+            assert owners <= failed(report), text
 
     def test_every_case_catches_some_defect(self) -> None:
         """Each case fails for at least one of the broken mappings above."""

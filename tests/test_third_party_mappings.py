@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
@@ -337,6 +338,11 @@ class TestMappings:
             case for case, kind in implementation.coverage.items() if kind != ck.Supported()
         }
         assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - expected - declared
+        for result in report.results:  # a blocked case names a case that failed
+            if ": AssertionError: blocked: " in (result.reason or ""):
+                owners = set(re.findall(r"\b([a-z_]+) owns\b", result.reason or ""))
+                assert owners, result.reason
+                assert owners <= expected - {result.case_id}, result.reason
 
     @pytest.mark.parametrize(
         ("make", "name"),

@@ -366,26 +366,54 @@ def _size(api: MappingAPI) -> int:
     return len(list(api)) if _lacks(api, ("__len__",)) else len(api)
 
 
-def _put(api: MappingAPI, key: object, value: object) -> None:
+def _put(api: MappingAPI, key: object, value: object, *, after: str = "", owner: str = "") -> None:
     """
     Write a sample and read it back, equal: a store that refuses it, or gives back something
     else, blocks the case, and read_your_writes owns that.
+
+    :param after: the operation that came before, when the write checks that the mapping
+        still takes writes after it: then a write that fails is ``owner``'s (the case
+        that owns the operation, which blocks this one), or, without ``owner``, this
+        case's own failure. read_your_writes owns neither.
     """
+    written = f"the sample value {short_repr(value)} under {short_repr(key)}"
     try:
         api[key] = value
     except Exception as exc:
+        if after:
+            raise _after(after, owner, f"writing {written} raised {error_line(exc)}") from exc
         raise AssertionError(
-            f"blocked: writing the sample value {short_repr(value)} under {short_repr(key)} "
-            f"raised {error_line(exc)}; read_your_writes owns whether the mapping holds its "
-            f"samples (a mapping of bytes, say, declares them as {SAMPLES_ATTRIBUTE})"
+            f"blocked: writing {written} raised {error_line(exc)}; read_your_writes owns "
+            f"whether the mapping holds its samples (a mapping of bytes, say, declares them "
+            f"as {SAMPLES_ATTRIBUTE})"
         ) from exc
-    got = _get(api, key, "right after writing it")
-    if got != value:
+    try:
+        got = api[key]
+    except Exception as exc:
+        if after:
+            what = f"wrote {written}; reading it raised {error_line(exc)}"
+            raise _after(after, owner, what) from exc
         raise AssertionError(
-            f"blocked: wrote the sample value {short_repr(value)} under {short_repr(key)}, read "
-            f"back {short_repr(got)}; read_your_writes owns whether a sample reads back as "
-            f"written"
+            f"blocked: reading {short_repr(key)} right after writing it raised "
+            f"{error_line(exc)}; read_your_writes owns whether a sample written reads back"
+        ) from exc
+    if got != value:
+        if after:
+            raise _after(after, owner, f"wrote {written}, read back {short_repr(got)}")
+        raise AssertionError(
+            f"blocked: wrote {written}, read back {short_repr(got)}; read_your_writes owns "
+            f"whether a sample reads back as written"
         )
+
+
+def _after(after: str, owner: str, what: str) -> AssertionError:
+    """The failure of a write after ``after``: ``owner``'s, blocking the case, or the case's."""
+    if owner:
+        return AssertionError(
+            f"blocked: after {after}, {what}; {owner} owns whether the mapping still takes "
+            f"writes after {after}"
+        )
+    return AssertionError(f"after {after}, {what}: the mapping must still take writes")
 
 
 def _refused(api: MappingAPI, samples: MappingSamples, message: str) -> AssertionError:
@@ -572,6 +600,7 @@ def _delete_missing_raises_key_error(api: MappingAPI) -> None:
                 f"{length} to {_size(api)}; a delete removes that key alone"
             )
         _expect_key_error(lambda: api.__delitem__(present), f"deleting {present!r} a second time")
+        _put(api, present, value, after=f"deleting {present!r}")
 
 
 @suite.case("pop_missing_raises_key_error")
@@ -605,7 +634,7 @@ def _pop_missing_raises_key_error(api: MappingAPI) -> None:
                 f"not the default"
             )
         other, other_value = samples.key(2), samples.value(1)
-        _put(api, other, other_value)
+        _put(api, other, other_value, after="pop()")
         got = pop(other, _DEFAULT)
         if got != other_value or other in api:
             raise AssertionError(
@@ -728,7 +757,9 @@ def _iteration_follows_insertion_order(api: MappingAPI) -> None:
             )
         again = order[1]
         del api[again]
-        _put(api, again, samples.value(1))
+        _put(
+            api, again, samples.value(1), after="a delete", owner="delete_missing_raises_key_error"
+        )
         expected = [key for key in order if key != again] + [again]
         got = _iterated(
             api,
@@ -932,7 +963,7 @@ def _clear_empties(api: MappingAPI) -> None:
                 f"{short_repr(left)}"
             )
         key, value = samples.key(3), samples.value(1)
-        _put(api, key, value)
+        _put(api, key, value, after="clear()")
         got = _get(api, key, "after clear() and a write")
         if got != value or _size(api) != 1:
             raise AssertionError(
@@ -1105,7 +1136,7 @@ def _errors_surface_at_the_failing_call(api: MappingAPI) -> None:
             else:
                 doing = f"writing {what} over {short_repr(kept)} under {short_repr(kept_key)}"
                 _written_back(api, kept_key, value, doing)
-                _put(api, kept_key, kept)
+                _put(api, kept_key, kept, after=f"writing {what} over it")
         later_key, later = samples.key(next(fresh)), samples.value(2)
         later_calls: list[tuple[str, Callable[[], object]]] = [
             ("len(mapping)", lambda: _size(api)),  # is_mutable_mapping owns a missing __len__
@@ -1157,9 +1188,7 @@ async def _shared_handle_is_thread_safe(api: MappingAPI) -> None:
         samples = _samples(api)
         probe = samples.key(0)
         _put(api, probe, samples.value(0))
-        _get(api, probe, "right after writing it")
-        del api[probe]
-        baseline = _size(api)  # 0, unless len() misses deletes: delete_missing_... owns that
+        baseline = _size(api)  # the probe, kept: a delete here would make this case its judge
 
         def number(thread: int, index: int) -> int:
             return 1000 + thread * _KEYS_PER_THREAD + index
