@@ -16,12 +16,18 @@ threads writing and reading through one shared handle.
 
 The cases that are not about types write the mapping's **sample domain**: by
 default :data:`RICH_SAMPLES` (str keys; str, int, float, bytes, tuple and nested
-dict values). A mapping that holds only some types, such as bytes, declares the
-keys and values it holds as a :class:`MappingSamples` in its attribute
-``conformkit_samples``; the cases about types (``read_your_writes`` for the
+dict values). A mapping that holds only some types, such as bytes or text, declares
+the keys and values it holds as a :class:`MappingSamples` in its attribute
+``conformkit_samples`` (:data:`STR_SAMPLES`, :data:`BYTES_VALUE_SAMPLES` and
+:data:`BYTES_SAMPLES` are ready), read without running the mapping's code; the cases
+about types (``read_your_writes`` for the
 samples themselves, the copy cases, ``non_str_keys_round_trip``,
 ``key_equality_follows_python``, ``none_value_round_trips`` and
 ``errors_surface_at_the_failing_call``) keep their own keys and values.
+
+What ``create`` returns is not required to have every method of a ``MutableMapping``:
+``is_mutable_mapping`` fails for one that lacks some, listing them, and a case that
+needs a missing method is blocked, naming it; the other cases run.
 
 It does not establish durability across close and reopen (that is
 :mod:`conformkit.profiles.durable_mapping`), behaviour across processes,
