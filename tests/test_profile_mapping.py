@@ -430,6 +430,13 @@ class WithoutLength:
         return list(self.data.values())
 
 
+class AppendOnly(NoViews):
+    """The same, with no ``del``: a log that only grows, and so no pop() either."""
+
+    __delitem__ = None  # type: ignore[assignment]
+    pop = None  # type: ignore[assignment]
+
+
 class RegisteredWithoutLength(WithoutLength):
     """The same, registered as a MutableMapping: isinstance() is true, len() still raises."""
 
@@ -768,6 +775,17 @@ MISSING_METHOD = [
         id="no-views-nor-get",
     ),
     pytest.param(OverDict(RefusesUnknownAttributes), {"is_mutable_mapping"}, id="fanout-cache"),
+    pytest.param(
+        OverDict(AppendOnly),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",  # deletes a key
+            "delete_missing_raises_key_error",
+            "pop_missing_raises_key_error",
+            "iteration_follows_insertion_order",  # deletes a key and writes it again
+        },
+        id="append-only",
+    ),
     pytest.param(
         OverDict(GetRaisesOnLookup),
         {

@@ -311,11 +311,15 @@ _SEE: Final = PointAt("docs/profile-mapping.md#failure-modes")
 _DEFAULT: Final = object()  # a default no store could hold: get() and pop() must return it
 
 
-# What every case but is_mutable_mapping needs of the mapping's class.
-_ESSENTIAL: Final = ("__getitem__", "__setitem__", "__delitem__", "__iter__")
+# What every case but is_mutable_mapping needs of the mapping's class; a case that
+# deletes also needs __delitem__ (_require).
+_ESSENTIAL: Final = ("__getitem__", "__setitem__", "__iter__")
 # What a MutableMapping has, abstract and mixin, as is_mutable_mapping lists what is missing.
 _MUTABLE_MAPPING_METHODS: Final = (
-    *_ESSENTIAL,
+    "__getitem__",
+    "__setitem__",
+    "__delitem__",
+    "__iter__",
     "__len__",
     "__contains__",
     "clear",
@@ -346,11 +350,16 @@ def _lacking(api: object, name: str) -> AssertionError:
     )
 
 
-def _samples(api: MappingAPI) -> MappingSamples:
-    """The mapping's samples; a case that cannot read, write, delete and iterate is blocked."""
-    missing = _lacks(api, _ESSENTIAL)
+def _require(api: MappingAPI, *names: str) -> None:
+    """Block the case if the mapping's class lacks one of the special methods ``names``."""
+    missing = _lacks(api, names)
     if missing:
         raise _lacking(api, missing[0])
+
+
+def _samples(api: MappingAPI) -> MappingSamples:
+    """The mapping's samples; a case that cannot read, write and iterate is blocked."""
+    _require(api, *_ESSENTIAL)
     try:
         return samples_of(api)
     except TypeError as exc:
@@ -537,6 +546,7 @@ def _read_your_writes(api: MappingAPI) -> None:
 def _missing_key_raises_key_error(api: MappingAPI) -> None:
     with _SEE:
         samples = _samples(api)
+        _require(api, "__delitem__")
         absent, present = samples.key(0), samples.key(1)
         _expect_key_error(lambda: api[absent], f"reading {absent!r}, a key never written")
         _put(api, present, samples.value(0))
@@ -563,6 +573,7 @@ def _missing_key_raises_key_error(api: MappingAPI) -> None:
 def _delete_missing_raises_key_error(api: MappingAPI) -> None:
     with _SEE:
         samples = _samples(api)
+        _require(api, "__delitem__")
         present, absent, value = samples.key(0), samples.key(1), samples.value(0)
         _put(api, present, value)
         try:
@@ -752,6 +763,7 @@ def _unsorted(keys: list[Hashable]) -> list[Hashable]:
 def _iteration_follows_insertion_order(api: MappingAPI) -> None:
     with _SEE:
         samples = _samples(api)
+        _require(api, "__delitem__")
         order = _unsorted([samples.key(n) for n in range(5)])
         for key in order:
             _put(api, key, samples.value(0))
