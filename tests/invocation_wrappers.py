@@ -320,6 +320,29 @@ def grants_by_prefix(options: InvocationOptions) -> ASGIApp:
     return create_app(replace(options, grants=_Prefixes(options.grants)))
 
 
+class _AnyCase:
+    """Grants a command whatever its case: 'BUILD' runs when 'build' is granted."""
+
+    def __init__(self, grants: Any) -> None:
+        self.grants = frozenset(grant.lower() for grant in grants)
+
+    def __contains__(self, command: object) -> bool:
+        return isinstance(command, str) and command.lower() in self.grants
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.grants)
+
+    def __len__(self) -> int:
+        return len(self.grants)
+
+
+def grants_ignoring_case(options: InvocationOptions) -> ASGIApp:
+    """Matches command names to grants without regard to case."""
+    if options.grants is None:
+        return create_app(options)
+    return create_app(replace(options, grants=_AnyCase(options.grants)))
+
+
 # --------------------------------------------------------------------------- the request ID
 
 
@@ -435,6 +458,11 @@ def loader_failure_is_an_agent_error(options: InvocationOptions) -> ASGIApp:
     return create_app(replace(options, handlers=handlers))
 
 
+def always_exposes_errors(options: InvocationOptions) -> ASGIApp:
+    """Shows every exception in its 500 envelope, whatever expose_errors says."""
+    return create_app(replace(options, expose_errors=True))
+
+
 # --------------------------------------------------------------------------- requests refused
 
 
@@ -518,6 +546,46 @@ def checks_size_before_content_type(options: InvocationOptions) -> ASGIApp:
     return _middleware(options, around)
 
 
+def ignores_max_body_bytes(options: InvocationOptions) -> ASGIApp:
+    """Uses the default body limit, 1 MiB, whatever the host set."""
+    return create_app(replace(options, max_body_bytes=1024 * 1024))
+
+
+def checks_content_type_before_agent(options: InvocationOptions) -> ASGIApp:
+    """Refuses a body that is not JSON before it looks the agent up."""
+    known = next(iter(options.handlers))
+
+    async def around(inner: ASGIApp, scope: Any, receive: Any, send: Any) -> None:
+        agent = _agent(scope)
+        kind = (_header(scope, b"content-type") or b"").partition(b";")[0].strip()
+        if agent is not None and agent not in options.handlers and kind != b"application/json":
+            # Answered as the known agent would be: 415, before the agent is looked up.
+            scope = {**scope, "path": f"/agents/{known}/invoke"}
+        await inner(scope, receive, send)
+
+    return _middleware(options, around)
+
+
+def starlette_default_refusals(options: InvocationOptions) -> ASGIApp:
+    """A Starlette app, a route per endpoint: unknown routes and methods get its own 404 and 405."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    inner = create_app(options)
+
+    class Delegate:
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await inner(scope, receive, send)
+
+    return Starlette(
+        routes=[
+            Route("/manifest", Delegate(), methods=["GET"]),
+            Route("/agents", Delegate(), methods=["GET"]),
+            Route("/agents/{agent}/invoke", Delegate(), methods=["POST"]),
+        ]
+    )
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -551,6 +619,7 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (grants_by_default, frozenset({"commands_fail_closed"})),
     (reads_an_empty_grant_set_as_everything, frozenset({"commands_fail_closed"})),
     (grants_by_prefix, frozenset({"commands_fail_closed"})),
+    (grants_ignoring_case, frozenset({"commands_fail_closed"})),
     (drops_the_request_id, frozenset({"request_id_echoed"})),
     (errors_without_the_request_id_header, frozenset({"request_id_echoed"})),
     (echoes_any_request_id, frozenset({"request_id_echoed"})),
@@ -559,6 +628,7 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (refuses_json_with_a_charset, frozenset({"invoke_returns_envelope"})),
     (shows_stack_frames, frozenset({"agent_error_contained"})),
     (loader_failure_is_an_agent_error, frozenset({"load_errors_contained"})),
+    (always_exposes_errors, frozenset({"agent_error_contained", "load_errors_contained"})),
     # Like a framework that reads the whole body before any view runs: it breaks both
     # "refuse past the limit without reading on" and "refuse an unknown agent unread".
     (buffers_the_body, frozenset({"oversized_body_rejected", "unknown_agent_rejected"})),
@@ -567,6 +637,9 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (unknown_agent_crashes, frozenset({"unknown_agent_rejected", "checks_run_in_order"})),
     (loads_before_the_content_type_check, frozenset({"invalid_body_rejected"})),
     (checks_size_before_content_type, frozenset({"checks_run_in_order"})),
+    (checks_content_type_before_agent, frozenset({"checks_run_in_order"})),
+    (ignores_max_body_bytes, frozenset({"oversized_body_rejected", "checks_run_in_order"})),
+    (starlette_default_refusals, frozenset({"unknown_route_rejected", "checks_run_in_order"})),
 )
 
 
@@ -579,12 +652,14 @@ def broken_wrappers() -> Iterator[tuple[str, Wrapper, frozenset[InvocationCase]]
         yield wrapper.__name__, wrapper, expected
 
 
-BLOCKED_BY: dict[tuple[str, InvocationCase], InvocationCase] = {
+BLOCKED_BY: dict[tuple[str, str], InvocationCase] = {
     ("drops_the_runtime", "commands_fail_closed"): "capabilities_reach_context",
     ("imports_handlers_at_build", "load_errors_contained"): "handlers_load_lazily",
     ("calls_the_runtime_factory_at_build", "load_errors_contained"): (
         "runtime_factory_called_lazily"
     ),
     ("unknown_agent_crashes", "checks_run_in_order"): "unknown_agent_rejected",
+    ("ignores_max_body_bytes", "checks_run_in_order"): "oversized_body_rejected",
+    ("starlette_default_refusals", "checks_run_in_order"): "unknown_route_rejected",
 }
 """For a broken wrapper's case that is blocked, not failed on its own rule: the owner it names."""

@@ -208,7 +208,7 @@ class TestBrokenWrappers:
             if result.status is ck.CaseStatus.FAILED:
                 reason = result.reason or ""
                 assert "(see docs/profile-invocation.md#failure-modes)" in reason, reason
-                owner = BLOCKED_BY.get((name, result.case_id))  # type: ignore[arg-type]
+                owner = BLOCKED_BY.get((name, result.case_id))
                 if owner is None:
                     assert "blocked:" not in reason, reason
                 else:

@@ -1467,74 +1467,91 @@ _ORDER_OWNERS: Final = {
 }
 
 
+_Sent: TypeAlias = tuple[str, str, Mapping[str, str], bytes]
+"""A request the order case sends: method, path, headers, body."""
+
+
 @suite.case("checks_run_in_order")
 async def _checks_run_in_order(api: InvocationAPI) -> None:
     with _SEE:
         probe = _Probe()
         app = await _build(api, probe.options(max_body_bytes=_LIMIT))
-        big = b"x" * (16 * _LIMIT)
         text = {"content-type": "text/plain"}
-        async with api.client(app) as client:
-            for method, path, headers, content, first, then in (
-                ("PUT", "/nowhere", _JSON_HEADERS, b"{}", "not_found", "method_not_allowed"),
-                ("GET", "/agents/nobody/invoke", {}, b"", "method_not_allowed", "unknown_agent"),
-                (
-                    "POST",
-                    "/agents/nobody/invoke",
-                    text,
-                    b"x",
-                    "unknown_agent",
-                    "unsupported_media_type",
-                ),
-                (
-                    "POST",
-                    "/agents/echo/invoke",
-                    text,
-                    big,
-                    "unsupported_media_type",
-                    "body_too_large",
-                ),
-                (
-                    "POST",
-                    "/agents/echo/invoke",
-                    text,
-                    b"{nope",
-                    "unsupported_media_type",
-                    "invalid_json",
-                ),
-                (
-                    "POST",
-                    "/agents/echo/invoke",
-                    _JSON_HEADERS,
-                    big,
-                    "body_too_large",
-                    "invalid_json",
-                ),
-            ):
-                what = (
-                    f"{method} {path} with {headers.get('content-type', 'no content type')} and "
-                    f"{len(content)} bytes, which fails the {first} and the {then} checks"
+        big, big_object = b"x" * (16 * _LIMIT), _padded(16 * _LIMIT)
+        echo, nobody = "/agents/echo/invoke", "/agents/nobody/invoke"
+        # Each row: the earlier check, the later one, a request that fails both, and
+        # one that fails only the earlier, which must be refused on its own first.
+        rows: tuple[tuple[str, str, _Sent, _Sent], ...] = (
+            (
+                "not_found",
+                "method_not_allowed",
+                ("PUT", "/nowhere", _JSON_HEADERS, b"{}"),
+                ("GET", "/nowhere", {}, b""),
+            ),
+            (
+                "method_not_allowed",
+                "unknown_agent",
+                ("GET", nobody, {}, b""),
+                ("GET", echo, {}, b""),
+            ),
+            (
+                "unknown_agent",
+                "unsupported_media_type",
+                ("POST", nobody, text, b"x"),
+                ("POST", nobody, _JSON_HEADERS, b"{}"),
+            ),
+            (
+                "unsupported_media_type",
+                "body_too_large",
+                ("POST", echo, text, big),
+                ("POST", echo, text, b"{}"),
+            ),
+            (
+                "unsupported_media_type",
+                "invalid_json",
+                ("POST", echo, text, b"{nope"),
+                ("POST", echo, text, b"{}"),
+            ),
+            (
+                "body_too_large",
+                "invalid_json",
+                ("POST", echo, _JSON_HEADERS, big),
+                ("POST", echo, _JSON_HEADERS, big_object),
+            ),
+        )
+
+        async def refusal(request: _Sent) -> tuple[object, str]:
+            method, path, headers, content = request
+            try:
+                response = await _post_chunks(
+                    client, path, content, 1024, sized=True, headers=headers, method=method
                 )
-                code: object = None
-                try:
-                    response = await _post_chunks(
-                        client, path, content, 1024, sized=True, headers=headers, method=method
-                    )
-                except Exception as error:  # the app raised: the earlier check's case says so
-                    got = repr(error)
-                else:
-                    got = f"{response.status_code} with {short_repr(response.content)}"
-                    with contextlib.suppress(Exception):
-                        code = response.json()["error"]["code"]
-                if code == then:
-                    raise AssertionError(
-                        f"{what}: answered {then}, expected {first}: the checks run in the order "
-                        f"route, method, agent, content type, size, JSON"
-                    )
+            except Exception as error:  # the app raised: the earlier check's case says so
+                return None, f"the app raised {error!r}"
+            code: object = None
+            with contextlib.suppress(Exception):
+                code = response.json()["error"]["code"]
+            return code, f"{response.status_code} with {short_repr(response.content)}"
+
+        def said(request: _Sent) -> str:
+            method, path, headers, content = request
+            kind = headers.get("content-type", "no content type")
+            return f"{method} {path} with {kind} and {len(content)} bytes"
+
+        async with api.client(app) as client:
+            for first, then, both, alone in rows:
+                code, got = await refusal(alone)
                 if code != first:
                     raise AssertionError(
-                        f"blocked: {what}: expected {first}, got {got}; "
+                        f"blocked: {said(alone)}: expected {first}, got {got}; "
                         f"{_ORDER_OWNERS[first]} owns that"
+                    )
+                code, got = await refusal(both)
+                if code != first:
+                    raise AssertionError(
+                        f"{said(both)}, which fails the {first} and the {then} checks: expected "
+                        f"{first}, got {got}: the checks run in the order route, method, agent, "
+                        f"content type, size, JSON"
                     )
 
 
