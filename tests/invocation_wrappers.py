@@ -194,6 +194,19 @@ def drops_the_runtime(options: InvocationOptions) -> ASGIApp:
     return create_app(replace(options, runtime=None))
 
 
+_KEPT: list[Any] = []
+"""The first runtime :func:`keeps_the_first_runtime` was given, kept for the process's life."""
+
+
+def keeps_the_first_runtime(options: InvocationOptions) -> ASGIApp:
+    """Keeps the runtime of the first app it built, and gives it to every later app."""
+    if options.runtime is None:
+        return create_app(options)
+    if not _KEPT:
+        _KEPT.append(options.runtime)
+    return create_app(replace(options, runtime=_KEPT[0]))
+
+
 def brings_its_own_workspace(options: InvocationOptions) -> ASGIApp:
     """Gives agents a request-local workspace instead of the host's."""
     return create_app(replace(options, workspace_store=MemoryWorkspace()))
@@ -610,6 +623,12 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
         ),
     ),
     (brings_its_own_workspace, frozenset({"capabilities_reach_context"})),
+    (
+        keeps_the_first_runtime,
+        frozenset(
+            {"capabilities_reach_context", "runtime_wins_over_factory", "commands_fail_closed"}
+        ),
+    ),
     (reads_os_environ, frozenset({"env_is_host_data"})),
     (merges_os_environ_into_env, frozenset({"env_is_host_data"})),
     (writes_request_data_into_env, frozenset({"env_is_host_data"})),
@@ -654,6 +673,7 @@ def broken_wrappers() -> Iterator[tuple[str, Wrapper, frozenset[InvocationCase]]
 
 BLOCKED_BY: dict[tuple[str, str], InvocationCase] = {
     ("drops_the_runtime", "commands_fail_closed"): "capabilities_reach_context",
+    ("keeps_the_first_runtime", "commands_fail_closed"): "capabilities_reach_context",
     ("imports_handlers_at_build", "load_errors_contained"): "handlers_load_lazily",
     ("calls_the_runtime_factory_at_build", "load_errors_contained"): (
         "runtime_factory_called_lazily"
