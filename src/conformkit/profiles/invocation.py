@@ -10,22 +10,25 @@ plain ASGI callable, with no web framework.
 
 Passing the profile establishes, for one wrapper:
 
-- ``GET /manifest`` and ``GET /agents`` serve the static catalog;
+- ``GET /manifest`` and ``GET /agents`` serve the static catalog, which no
+  request changes;
 - ``POST /agents/{agent}/invoke`` with a JSON object answers 200 with the
   success envelope, whether the body came whole or in chunks;
 - the request ID is taken from ``x-request-id`` when given, generated
   otherwise, and echoed in the envelope, the response header and the context;
 - the stores and the runtime reach the context as the very objects passed, so
   what an agent writes lands in the host's stores; ``env`` is the very mapping
-  passed, and the process environment is invisible through it;
+  passed, left as it was, and the process environment is invisible through it;
 - ``runtime`` wins over ``runtime_factory``, which wins over
-  ``runtime_factory_name``; handler loaders and named factories load lazily,
-  at the first invocation that needs them, once;
+  ``runtime_factory_name``; handler loaders, ``runtime_factory`` and named
+  factories load lazily, at the first invocation that needs them, once;
 - bad requests get stable error envelopes with documented status codes and
   error codes (unknown agent, invalid body, a body over the limit, refused
-  without reading more than the limit, unknown routes and methods), an agent
-  that raises gets a 500 that does not leak its exception unless the host
-  allows it, and commands run only when granted.
+  without reading more than the limit, unknown routes and methods), checked in
+  a fixed order; an agent, a loader or a factory that raises gets a 500 that
+  does not leak its exception unless the host allows it; every response is
+  JSON and carries the request ID; and commands run only when granted, by
+  their whole name.
 
 It does not establish streaming responses, authentication or authorisation,
 deployment descriptors, scheduling or concurrency limits, secrets handling,
@@ -803,14 +806,17 @@ async def _catalog_is_served(api: InvocationAPI) -> None:
         async with api.client(app) as client:
             await _served_catalog(client, "")
             # Requests that must leave the catalog as it is: listing it again, an
-            # invocation, and a POST to the listing, which is no registration.
+            # invocation, and a POST to the listing, which is no registration. How the
+            # last two are answered is other cases' business.
             await _served_catalog(client, " after a first listing")
-            await _post(client, "echo", {"text": "hi"}, {"x-request-id": "catalog-check"})
-            await client.post(
-                "/agents",
-                content=_json_body({"name": "intruder", "description": "Not in the catalog."}),
-                headers=_JSON_HEADERS,
-            )
+            with contextlib.suppress(Exception):
+                await _post(client, "echo", {"text": "hi"}, {"x-request-id": "catalog-check"})
+            with contextlib.suppress(Exception):
+                await client.post(
+                    "/agents",
+                    content=_json_body({"name": "intruder", "description": "Not in the catalog."}),
+                    headers=_JSON_HEADERS,
+                )
             await _served_catalog(client, " after an invocation and a POST /agents")
         if probe.catalog != _catalog():
             raise AssertionError(
