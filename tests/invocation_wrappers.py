@@ -266,16 +266,27 @@ def annotates_on_invoke(options: InvocationOptions) -> ASGIApp:
 
 
 def registers_on_post(options: InvocationOptions) -> ASGIApp:
-    """Takes POST /agents as a registration: the agent joins the host's catalog."""
+    """Registers the agent a POST /agents names in the host's catalog; the app then refuses it."""
 
     async def around(inner: ASGIApp, scope: Any, receive: Any, send: Any) -> None:
         if scope["method"] == "POST" and scope["path"] == "/agents":
-            entry = json.loads(await _read_all(receive) or b"{}")
-            name = str(entry.pop("name", "registered"))
-            cast(MutableMapping[str, Any], options.catalog)[name] = entry
-            await send({"type": "http.response.start", "status": 201, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
-            return
+            body = await _read_all(receive)
+            with contextlib.suppress(ValueError, AttributeError):
+                entry = dict(json.loads(body))
+                name = str(entry.pop("name", "registered"))
+                cast(MutableMapping[str, Any], options.catalog)[name] = entry
+            receive = _replaying(body, receive)
+        await inner(scope, receive, send)
+
+    return _middleware(options, around)
+
+
+def takes_post_on_the_listing(options: InvocationOptions) -> ASGIApp:
+    """Answers POST /agents with the listing, as a route that takes GET and POST would."""
+
+    async def around(inner: ASGIApp, scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/agents" and scope["method"] == "POST":
+            scope = {**scope, "method": "GET"}
         await inner(scope, receive, send)
 
     return _middleware(options, around)
@@ -635,6 +646,7 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (names_entries_while_listing, frozenset({"catalog_is_served"})),
     (annotates_on_invoke, frozenset({"catalog_is_served"})),
     (registers_on_post, frozenset({"catalog_is_served"})),
+    (takes_post_on_the_listing, frozenset({"unknown_route_rejected"})),
     (grants_by_default, frozenset({"commands_fail_closed"})),
     (reads_an_empty_grant_set_as_everything, frozenset({"commands_fail_closed"})),
     (grants_by_prefix, frozenset({"commands_fail_closed"})),

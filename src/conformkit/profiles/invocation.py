@@ -1376,6 +1376,7 @@ async def _unknown_route_rejected(api: InvocationAPI) -> None:
                 ("GET", "/agents/echo/invoke", "POST"),
                 ("PUT", "/agents/echo/invoke", "POST"),
                 ("POST", "/manifest", "GET"),
+                ("POST", "/agents", "GET"),
                 ("DELETE", "/agents", "GET"),
             ):
                 response = await client.request(method, path, headers=_JSON_HEADERS)
