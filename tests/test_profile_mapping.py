@@ -582,6 +582,42 @@ class DeleteBreaksWrites(BreaksWritesAfter):
         self.broken = True
 
 
+class ClearHidesOnly(dict[Any, Any]):
+    """clear() hides the keys from iteration, len() and ``in``; ``[]`` and get() still read them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden: dict[Any, Any] = {}
+
+    def clear(self) -> None:
+        self.hidden.update(self)
+        super().clear()
+
+    def __getitem__(self, key: Any) -> Any:
+        if dict.__contains__(self, key):
+            return super().__getitem__(key)
+        if key in self.hidden:
+            return self.hidden[key]
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+class ValuesFrozen(dict[Any, Any]):
+    """values() gives what the mapping held when it was first called."""
+
+    frozen: list[Any] | None = None
+
+    def values(self) -> Any:
+        if self.frozen is None:
+            self.frozen = list(super().values())
+        return self.frozen
+
+
 class KeepsRefusedWrites(Wrapper):
     """
     Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
@@ -721,6 +757,8 @@ DEFECTS = [
         OverDict(LengthKeepsDeleted), {"delete_missing_raises_key_error"}, id="length-keeps-deleted"
     ),
     pytest.param(OverDict(ClearBreaksWrites), {"clear_empties"}, id="clear-breaks-writes"),
+    pytest.param(OverDict(ClearHidesOnly), {"clear_empties"}, id="clear-hides-only"),
+    pytest.param(OverDict(ValuesFrozen), {"is_mutable_mapping"}, id="values-frozen"),
     pytest.param(
         OverDict(PopBreaksWrites), {"pop_missing_raises_key_error"}, id="pop-breaks-writes"
     ),

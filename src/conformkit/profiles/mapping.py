@@ -730,6 +730,12 @@ def _is_mutable_mapping(api: MappingAPI) -> None:
                 f"{short_repr(dict(api.items()))}; expected one of the items "
                 f"{short_repr(expected)}, removed"
             )
+        values, by_key = list(api.values()), [api[key] for key in api]
+        if values != by_key:
+            raise AssertionError(
+                f"after popitem(), values() gave {short_repr(values)}; reading the keys in "
+                f"iteration order gave {short_repr(by_key)}: the views must follow the mapping"
+            )
 
 
 @suite.case("overwrite_keeps_length")
@@ -979,6 +985,16 @@ def _clear_empties(api: MappingAPI) -> None:
             raise AssertionError(
                 f"after clear(), expected an empty mapping; got len() {_size(api)} and the keys "
                 f"{short_repr(left)}"
+            )
+        # What a missing key reads as is missing_key_raises_key_error's: here, only that
+        # the key no longer holds what it held.
+        try:
+            got = api[keys[0]]
+        except Exception:  # KeyError, or what missing_key_raises_key_error judges
+            got = _DEFAULT
+        if got is not _DEFAULT and got == samples.value(0):
+            raise AssertionError(
+                f"after clear(), {keys[0]!r} still reads back {short_repr(got)}, the value it held"
             )
         key, value = samples.key(3), samples.value(1)
         _put(api, key, value, after="clear()")
