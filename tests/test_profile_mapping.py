@@ -897,6 +897,14 @@ class TestDefinition:
             SqliteMappingImplementation,
         ]
 
+    def test_create_may_not_return_none(self) -> None:
+        """A missing method is the cases' to judge, but None still fails every case at create."""
+        report = ck.run_contract_sync(OverDict(lambda: None), mapping.suite)
+        assert failed(report) == ALL_CASES - COPY_CASES
+        assert (report["clear_empties"].reason or "").startswith(
+            "case 'clear_empties' failed in create(): TypeError: create() returned None"
+        )
+
 
 class TestBundledImplementations:
     @pytest.mark.anyio
