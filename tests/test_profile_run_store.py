@@ -66,7 +66,7 @@ class Wrapper:
 
     @property
     def persisted_fields(self) -> frozenset[str]:
-        return self.inner.persisted_fields
+        return frozenset(FIELDS)  # what the inner MemoryRunStore or SqliteRunStore keeps
 
     async def create(self, params: Any) -> str:
         return await self.inner.create(params)
@@ -538,58 +538,129 @@ class Unclaimed(ck.FeatureImplementation[RunStore, RunStoreCase]):
         return self.wrapper(MemoryRunStore())
 
 
+class Undeclared:
+    """A store with no persisted_fields at all: it keeps every field, and declares nothing."""
+
+    def __init__(self, inner: RunStore) -> None:
+        self.inner = inner
+
+    async def create(self, params: Any) -> str:
+        return await self.inner.create(params)
+
+    async def get(self, run_id: str) -> Run:
+        return await self.inner.get(run_id)
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        return await self.inner.update(run_id, changes, expected_version=expected_version)
+
+    async def claim_step(self, run_id: str, step: str) -> None:
+        await self.inner.claim_step(run_id, step)
+
+
+class UndeclaredIntsAsFloats(Undeclared):
+    """Declares nothing, and gives every int of 'result' back a float: a lossy column."""
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        return Run(
+            run.run_id, run.version, {**run.fields, "result": ints_to_floats(run.fields["result"])}
+        )
+
+
+class StrictGetattr(Undeclared):
+    """Declares nothing, and its __getattr__ raises AssertionError for any name it lacks."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"StrictGetattr has no {name!r}")
+
+
+class TakesAndDropsLabels(StatusOnly):
+    """Declares params and status; an update of labels is taken, and the labels are dropped."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        kept = {name: value for name, value in changes.items() if name != "labels"}
+        return await super().update(run_id, kept, expected_version=expected_version)
+
+
+class KeepsUndeclaredLabels(StatusOnly):
+    """Declares params and status, and keeps labels exactly all the same: correct."""
+
+    def narrowed(self, run: Run) -> Run:
+        return Run(
+            run.run_id,
+            run.version,
+            {**super().narrowed(run).fields, "labels": run.fields["labels"]},
+        )
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        if "labels" in changes:
+            run = await self.inner.update(run_id, changes, expected_version=expected_version)
+            return self.narrowed(run)
+        return await super().update(run_id, changes, expected_version=expected_version)
+
+
+class MangledUndeclaredLabels(KeepsUndeclaredLabels):
+    """Declares params and status, takes labels, and sends them through naive JSON."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        mangled = {
+            name: json.loads(json.dumps(value)) if name == "labels" else value
+            for name, value in changes.items()
+        }
+        return await super().update(run_id, mangled, expected_version=expected_version)
+
+
+UNDECLARED_STORES: dict[str, tuple[Callable[[RunStore], RunStore], frozenset[str]]] = {
+    "declares_nothing": (DeclaresNothing, frozenset()),
+    "lacks_persisted_fields": (Undeclared, frozenset()),
+    "strict_getattr": (StrictGetattr, frozenset()),
+    "status_only": (StatusOnly, frozenset()),
+    "keeps_undeclared_labels": (KeepsUndeclaredLabels, frozenset()),
+    "undeclared_ints_as_floats": (UndeclaredIntsAsFloats, frozenset({"fidelity[result]"})),
+    "takes_and_drops_labels": (
+        TakesAndDropsLabels,
+        frozenset({"invalid_change_rejected", "fidelity[labels]"}),
+    ),
+    "mangles_undeclared_labels": (MangledUndeclaredLabels, frozenset({"fidelity[labels]"})),
+}
+
+
 class TestDeclaredFields:
     """The store's persisted_fields decide what is checked; claims can neither hide nor add."""
 
-    def test_a_store_persisting_fewer_fields_needs_no_claims(self) -> None:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", UNDECLARED_STORES)
+    async def test_a_store_declaring_fewer_fields_or_none_has_no_gap(self, name: str) -> None:
         """
-        Declaring two fields, without claims, fails nothing: the fidelity of the
-        other fields is a gap the report shows, unsupported with the reason,
-        never a pass.
+        A store that declares fewer fields, none, or has no persisted_fields at all
+        runs every case: a correct one passes each, require_full included (no gap);
+        one that mangles or drops a field it takes fails exactly the owning cases.
         """
-        report = ck.run_contract_sync(Unclaimed(StatusOnly), run_store.suite)
-        assert failed(report) == set()
-        unsupported = {
-            result.case_id: result.reason
-            for result in report.results
-            if result.status is ck.CaseStatus.UNSUPPORTED
-        }
-        assert unsupported == {
-            f"fidelity[{name}]": (
-                f"the store keeps no {name!r} field (not in its persisted_fields): "
-                f"no fidelity to check"
-            )
-            for name in FIELDS
-            if name not in STATUS_ONLY
-        }
-        assert report["fidelity[status]"].status is ck.CaseStatus.PASSED
-        ck.assert_contract(report)
-        with pytest.raises(ck.ContractFailure, match="fidelity\\[labels\\]"):
+        wrapper, fails = UNDECLARED_STORES[name]
+        report = await ck.run_contract(Unclaimed(wrapper), run_store.suite)
+        assert case_ids(report) == [*PLAIN_CASES, *FIDELITY]
+        assert failed(report) == fails, str(report)
+        passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
+        assert passed == set(case_ids(report)) - fails
+        if not fails:
             ck.assert_contract(report, require_full=True)
+
+    def test_an_undeclared_field_the_store_refuses_passes_its_fidelity_case(self) -> None:
+        """A field refused is never mangled: its fidelity case calls the store and passes."""
+        report = ck.run_contract_sync(Unclaimed(StatusOnly), run_store.suite, reject_vacuous=True)
+        assert report["fidelity[labels]"].status is ck.CaseStatus.PASSED
+        ck.assert_contract(report, require_full=True)
+
+    def test_a_dropped_undeclared_field_names_its_owner(self) -> None:
+        """An undeclared field taken and dropped fails fidelity as blocked, naming the owner."""
+        report = ck.run_contract_sync(Unclaimed(TakesAndDropsLabels), run_store.suite)
+        assert "invalid_change_rejected owns that" in (report["fidelity[labels]"].reason or "")
 
     def test_claiming_fewer_fields_still_gets_the_claimed_cases_only(self) -> None:
         """Claims still narrow the family, as the core allows: two fields, two cases."""
         report = ck.run_contract_sync(StatusOnlyImplementation(), run_store.suite)
         assert case_ids(report) == [*PLAIN_CASES, "fidelity[params]", "fidelity[status]"]
         ck.assert_contract(report, require_full=True)
-
-    def test_a_store_declaring_nothing_fails_nothing_and_passes_no_fidelity(self) -> None:
-        """A store that keeps no field fails nothing, and no fidelity case passes for it."""
-        report = ck.run_contract_sync(Unclaimed(DeclaresNothing), run_store.suite)
-        assert failed(report) == set()
-        fidelity = [report[case_id].status for case_id in FIDELITY]
-        assert fidelity == [ck.CaseStatus.UNSUPPORTED] * len(FIELDS)
-        ck.assert_contract(report)
-
-    @pytest.mark.anyio
-    async def test_the_gap_is_a_skip_in_a_test_runner(self) -> None:
-        """Through contract_cases, a fidelity case of an undeclared field is a skip."""
-        cases = {
-            case.id: case for case in ck.contract_cases(Unclaimed(StatusOnly), run_store.suite)
-        }
-        await cases["fidelity[status]"].run()
-        with pytest.raises(ck.CaseUnsupported, match="keeps no 'labels' field"):
-            await cases["fidelity[labels]"].run()
 
     def test_a_dropped_field_is_caught_whatever_the_claims(self) -> None:
         """A declared field the store drops fails update_bumps_version though left unclaimed."""

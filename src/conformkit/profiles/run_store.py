@@ -8,7 +8,9 @@ Passing this profile establishes, for one implementation in one process:
 - every field the store declares in ``persisted_fields`` reads back exactly as
   written, by :func:`conformkit.laws.strictly_equal` (the same types all the way
   down), and does not change when the caller changes its own objects afterwards;
-  a value that JSON cannot hold is refused or kept exactly, never mangled;
+  a value that JSON cannot hold is refused or kept exactly, never mangled; a
+  field it does not declare (``persisted_fields`` is optional) is refused, or
+  kept exactly, never dropped or mangled;
 - an update at the current version applies its changes and bumps the version by
   one; an update at any other version raises :exc:`StaleVersion` and changes
   nothing, also when several updates race for the same version;
@@ -30,13 +32,14 @@ or expires (claims here are forever), fairness among contenders, or performance.
 from __future__ import annotations
 
 import copy
+import inspect
 import itertools
 import json
 import math
 import os
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Collection, Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, cast, final, get_args
@@ -129,7 +132,8 @@ class Run:
 
     :ivar run_id: the ID that ``create`` returned.
     :ivar version: 1 when the run is created, one more after each successful update.
-    :ivar fields: the run's fields by name, exactly the store's ``persisted_fields``.
+    :ivar fields: the run's fields by name: every field the store declares in
+        ``persisted_fields``, and any other field of :data:`FIELDS` it keeps.
     """
 
     run_id: str
@@ -144,12 +148,13 @@ class RunStore(Protocol):
     Field values are JSON-native (see :data:`FIELDS`). A value that is not is
     refused with :exc:`TypeError` or :exc:`ValueError`, or kept exactly; it is never
     silently changed.
-    """
 
-    @property
-    def persisted_fields(self) -> frozenset[str]:
-        """The fields of :data:`FIELDS` that this store keeps; every run has exactly these."""
-        ...
+    A store may also declare ``persisted_fields``, the fields of :data:`FIELDS` it
+    promises to keep (a set of names; see :data:`FIELDS`). It is optional: a store
+    without it declares no field. A field it does not declare may be refused by
+    ``update`` with :exc:`ValueError`, or kept; never taken and then dropped or
+    changed.
+    """
 
     async def create(self, params: Mapping[str, object]) -> str:
         """
@@ -247,10 +252,40 @@ CONTENDERS: Final = 8
 _NO_SUCH_RUN: Final = "no-such-run"
 
 
+_ABSENT: Final = object()
+
+
+def _declaration(api: RunStore) -> object:
+    """
+    The store's ``persisted_fields`` as it is, ``frozenset()`` when it has none:
+    looked up without running the store's own ``__getattr__``.
+    """
+    if inspect.getattr_static(api, "persisted_fields", _ABSENT) is _ABSENT:
+        return frozenset()
+    try:
+        # Not a member of RunStore, for mypy; a property of the store's may run here.
+        return cast("object", getattr(api, "persisted_fields"))  # noqa: B009
+    except Exception as exc:
+        raise AssertionError(
+            f"reading the persisted_fields of {type(api).__qualname__} raised {exc!r}"
+        ) from exc
+
+
+def _declared(api: RunStore) -> frozenset[str]:
+    """
+    The fields of :data:`FIELDS` the store declares; a declaration that is not a
+    collection of names counts as none here, and fails create_then_get.
+    """
+    declaration = _declaration(api)
+    if isinstance(declaration, str | bytes) or not isinstance(declaration, Collection):
+        return frozenset()
+    return frozenset(name for name in FIELDS if name in declaration)
+
+
 def _updatable(api: RunStore) -> list[str]:
-    """The persisted fields an update may change, in :data:`FIELDS` order."""
-    persisted = api.persisted_fields
-    return [name for name in FIELDS if name != "params" and name in persisted]
+    """The declared fields an update may change, in :data:`FIELDS` order."""
+    declared = _declared(api)
+    return [name for name in FIELDS if name != "params" and name in declared]
 
 
 def _change(name: str, index: int) -> object:
@@ -308,12 +343,17 @@ async def _expect(error: NamedError, what: str, call: Awaitable[object]) -> None
 @suite.case("create_then_get")
 async def _create_then_get(api: RunStore) -> None:
     with _SEE:
-        persisted = api.persisted_fields
-        unknown = sorted(set(persisted) - set(FIELDS))
-        if unknown:
+        declaration = _declaration(api)
+        if (
+            isinstance(declaration, str | bytes)
+            or not isinstance(declaration, Collection)
+            or not set(declaration) <= set(FIELDS)
+        ):
             raise AssertionError(
-                f"expected persisted_fields to be among {FIELDS!r}, but it also names {unknown!r}"
+                f"expected persisted_fields to be a collection of names among {FIELDS!r}, "
+                f"got {declaration!r}"
             )
+        persisted = _declared(api)
         params: dict[str, object] = {"input": "s3://bucket/key", "retries": 3}
         first = await api.create(copy.deepcopy(params))
         second = await api.create({"input": "other"})
@@ -330,20 +370,20 @@ async def _create_then_get(api: RunStore) -> None:
             raise AssertionError(f"expected get({first!r}) to return that run, got {run.run_id!r}")
         if run.version != 1:
             raise AssertionError(f"expected a new run at version 1, got version {run.version!r}")
-        if set(run.fields) != set(persisted):
+        if not persisted <= set(run.fields) <= set(FIELDS):
             raise AssertionError(
-                f"expected a run's fields to be exactly the persisted_fields "
-                f"{sorted(persisted)!r}, got {sorted(run.fields)!r}"
+                f"expected a run's fields to be among {FIELDS!r} and to include every one "
+                f"of the persisted_fields {sorted(persisted)!r}, got {sorted(run.fields)!r}"
             )
         initial = {"params": params, **_INITIAL}
-        expected = {name: value for name, value in initial.items() if name in persisted}
+        expected = {name: value for name, value in initial.items() if name in run.fields}
         if not strictly_equal(expected, dict(run.fields)):
             raise AssertionError(
                 f"expected a new run to hold {expected!r}, got {dict(run.fields)!r}"
             )
         other = await api.get(second)
         if other.run_id != second or (
-            "params" in persisted
+            "params" in run.fields
             and not strictly_equal(other.fields.get("params"), {"input": "other"})
         ):
             raise AssertionError(
@@ -456,19 +496,44 @@ async def _invalid_change_rejected(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
         before = await api.get(run_id)
-        persisted = api.persisted_fields
-        refused = ["params", *(name for name in FIELDS if name not in persisted), "no_such_field"]
-        attempts: list[dict[str, object]] = [{name: {"changed": True}} for name in refused]
-        updatable = _updatable(api)
-        if updatable:  # a valid change next to an invalid one is not half applied
-            attempts.append({updatable[0]: _change(updatable[0], 1), "no_such_field": True})
+        declared = _declared(api)
+        valid = (_updatable(api) or ["status"])[0]
+        attempts: list[dict[str, object]] = [
+            {"params": {"changed": True}},
+            {"no_such_field": {"changed": True}},
+            # A valid change next to an invalid one is not half applied.
+            {valid: _change(valid, 1), "no_such_field": True},
+        ]
         for changes in attempts:
             await _expect(
                 _REFUSED,
-                f"update({run_id!r}, {changes!r}) of a store persisting {sorted(persisted)!r}",
+                f"update({run_id!r}, {changes!r}) of a store declaring {sorted(declared)!r}",
                 api.update(run_id, changes, expected_version=before.version),
             )
             _check_same(before, await api.get(run_id), f"after the refused update {changes!r}, get")
+        for name in FIELDS:
+            if name == "params" or name in declared:
+                continue
+            # A field the store does not declare is refused, or kept; never dropped.
+            changes = {name: {"changed": True}}
+            what = f"update({run_id!r}, {changes!r}) of a field the store does not declare"
+            try:
+                await api.update(run_id, changes, expected_version=before.version)
+            except Exception as exc:
+                if not _REFUSED.matches(exc):
+                    raise AssertionError(
+                        f"expected {what} to raise {_REFUSED} or to keep it, but it raised {exc!r}"
+                    ) from exc
+                _check_same(before, await api.get(run_id), f"after the refused {what}, get")
+                continue
+            after = await api.get(run_id)
+            if after.fields.get(name, _ABSENT) != changes[name]:
+                shown = after.fields.get(name, "no such field")
+                raise AssertionError(
+                    f"expected {what} to raise {_REFUSED} or to keep it, but it was taken and the "
+                    f"run now shows {shown!r}: dropped silently"
+                )
+            before = after
 
 
 @suite.case("claim_single_owner")
@@ -585,19 +650,60 @@ async def _reach(api: RunStore, name: str) -> str:
     return run_id
 
 
+async def _refused_or_kept(api: RunStore, name: str) -> None:
+    """
+    A field the store does not declare: each value is refused, changing nothing,
+    or kept exactly; never mangled. A field that is refused holds nothing to mangle.
+    """
+    run_id = await api.create({"input": "a"})
+    for value in (*_SAMPLES[name], *_FOREIGN):
+        written = copy.deepcopy(value)
+        before = await api.get(run_id)
+        call = (
+            f"create({value!r})"
+            if name == "params"
+            else f"update({run_id!r}, {{{name!r}: {value!r}}})"
+        )
+        try:
+            if name == "params":
+                run_id = await api.create(cast("Mapping[str, object]", written))
+            else:
+                await api.update(run_id, {name: written}, expected_version=before.version)
+        except (TypeError, ValueError):
+            if name != "params":
+                _check_same(before, await api.get(run_id), f"after refusing {call}, get")
+            continue
+        after = await api.get(run_id)
+        if name not in after.fields:
+            if name == "params":
+                continue  # params it does not show are params it does not keep
+            raise AssertionError(
+                f"blocked: {call} was taken, and the run has no {name!r} field; "
+                f"invalid_change_rejected owns that"
+            )
+        got = after.fields[name]
+        if not strictly_equal(value, got):
+            raise AssertionError(
+                f"expected {name!r}, which the store does not declare, to be refused or kept "
+                f"exactly; {call} was taken and reads back {got!r}"
+            )
+        _change_in_place(written)
+        _change_in_place(got)
+        again = _field(await api.get(run_id), name)
+        if not strictly_equal(value, again):
+            raise AssertionError(
+                f"expected {name!r} to stay {value!r} when the caller changed its own objects, "
+                f"but the store now holds {again!r}; a store copies what it is given and what "
+                f"it gives"
+            )
+
+
 @suite.family("fidelity")
 async def _fidelity(api: RunStore, name: str) -> None:
     with _SEE:
-        if name not in api.persisted_fields:
-            # Nothing to keep, so nothing to check: a gap the report shows, never a
-            # pass. create_then_get checks that runs lack the field, and
-            # invalid_change_rejected that updates of it are refused.
-            from .._skip import CaseUnsupported  # imports unittest: only on this path
-
-            raise CaseUnsupported(
-                f"the store keeps no {name!r} field (not in its persisted_fields): "
-                f"no fidelity to check"
-            )
+        if name not in _declared(api):
+            await _refused_or_kept(api, name)
+            return
         run_id = await _reach(api, name)
 
         async def write(value: object) -> str:
