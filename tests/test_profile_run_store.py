@@ -6,7 +6,8 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from conformkit.profiles import run_store
 from conformkit.profiles.run_store import (
     FIELDS,
     AlreadyClaimed,
+    LeasedRunStore,
     MemoryRunStore,
     MemoryRunStoreImplementation,
     Run,
@@ -43,6 +45,8 @@ PLAIN_CASES = (
     "invalid_change_rejected",
     "claim_single_owner",
     "claims_are_per_step",
+    "claim_lease_expires",
+    "list_runs",
 )
 FIDELITY = tuple(f"fidelity[{name}]" for name in FIELDS)
 
@@ -77,8 +81,12 @@ class Wrapper:
     async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
         return await self.inner.update(run_id, changes, expected_version=expected_version)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
-        await self.inner.claim_step(run_id, step)
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        await self.inner.claim_step(run_id, step, **lease)
+
+    async def list(self) -> Sequence[Run]:
+        # Through this store's own get: a defect of get shows in list alike.
+        return [await self.get(run.run_id) for run in await self.inner.list()]
 
     async def force_update(self, run_id: str, changes: Any) -> Run:
         """Write whatever the version, the way ``UPDATE ... WHERE run_id = ?`` would."""
@@ -171,7 +179,7 @@ class CheckThenSetClaim(Wrapper):
         super().__init__(inner)
         self.claimed: set[tuple[str, str]] = set()
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:  # lease ignored
         await self.inner.get(run_id)  # raises UnknownRun
         if (run_id, step) in self.claimed:
             raise AlreadyClaimed(step)
@@ -193,7 +201,7 @@ class CheckThenSetSqliteClaim(Wrapper):
         self.checked = 0
         self.both_checked = anyio.Event()
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:  # lease ignored
         assert isinstance(self.inner, SqliteRunStore)
         path = self.inner.path
 
@@ -235,7 +243,7 @@ class ClaimsKeyedByStep(Wrapper):
         super().__init__(inner)
         self.steps: set[str] = set()
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:  # lease ignored
         await self.inner.get(run_id)  # raises UnknownRun
         if step in self.steps:
             raise AlreadyClaimed(step)
@@ -339,6 +347,104 @@ class StatusOnly(Wrapper):
         return self.narrowed(run)
 
 
+class Leases(Wrapper):
+    """Claims with leases, kept here: each defect below changes one rule of the reference's."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.claims: dict[tuple[str, str], float | None] = {}
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return None if lease is None else at + lease
+
+    def held(self, key: tuple[str, str], at: float) -> bool:
+        if key not in self.claims:
+            return False
+        expiry = self.claims[key]
+        return expiry is None or at < expiry
+
+    async def replace(self, key: tuple[str, str], at: float, lease: float | None) -> None:
+        self.claims[key] = self.expiry(at, lease)
+
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        await self.inner.get(run_id)  # raises UnknownRun
+        key = (run_id, step)
+        now = lease.get("now")
+        at = time.time() if now is None else now
+        if self.held(key, at):
+            raise AlreadyClaimed(step)
+        await self.replace(key, at, lease.get("lease"))
+
+
+class LeasesIgnored(Leases):
+    """Takes a lease and ignores it: every claim is held forever."""
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return None
+
+
+class LeaseInWholeSeconds(Leases):
+    """Keeps a claim's expiry in whole seconds (an INTEGER column): it expires early."""
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return None if lease is None else float(int(at + lease))
+
+
+class NoLeaseMeansZero(Leases):
+    """Reads a claim without a lease as one of no time: it expires at once."""
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return at + (lease or 0.0)
+
+
+class ReclaimKeepsOldExpiry(Leases):
+    """Takes an expired claim over, but keeps the old claim's expiry."""
+
+    async def replace(self, key: tuple[str, str], at: float, lease: float | None) -> None:
+        if key not in self.claims:
+            self.claims[key] = self.expiry(at, lease)
+
+
+class CheckThenSetExpiredClaim(Leases):
+    """Sees the claim expired, then takes it over in a second round trip: racers all win."""
+
+    async def replace(self, key: tuple[str, str], at: float, lease: float | None) -> None:
+        if key in self.claims:
+            await anyio.lowlevel.checkpoint()  # the round trip to the database
+        self.claims[key] = self.expiry(at, lease)
+
+
+class ListsAsCreated(Wrapper):
+    """Lists each run as it was created: a cache that updates never reach."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.created: dict[str, Run] = {}
+
+    async def create(self, params: Any) -> str:
+        run_id = await self.inner.create(params)
+        self.created[run_id] = await self.inner.get(run_id)
+        return run_id
+
+    async def list(self) -> Sequence[Run]:
+        return [*self.created.values()]
+
+
+class ListsFirstPage(Wrapper):
+    """Lists the first page of runs only, two of them, and says nothing of the rest."""
+
+    async def list(self) -> Sequence[Run]:
+        return [*(await self.inner.list())][:2]
+
+
+class ListsTwice(Wrapper):
+    """Lists every run twice: a join that repeats rows."""
+
+    async def list(self) -> Sequence[Run]:
+        runs = [*(await self.inner.list())]
+        return runs + runs
+
+
 class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
     """A wrapper around a fresh MemoryRunStore, or around a SqliteRunStore in a temporary file."""
 
@@ -353,6 +459,14 @@ class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
         if self.on_sqlite:
             return self.wrapper(await SqliteRunStoreImplementation().create(scope))
         return self.wrapper(MemoryRunStore())
+
+
+class WrappedWithoutLeases(Wrapped):
+    """A wrapper whose claims have no lease, and declares so."""
+
+    coverage = run_store.feature.coverage(
+        unsupported={"claim_lease_expires": "claims here never expire"}
+    )
 
 
 class StatusOnlyImplementation(ck.FeatureImplementation[RunStore, RunStoreCase]):
@@ -373,6 +487,8 @@ class Defect:
     wrapper: Callable[[RunStore], RunStore]
     fails: frozenset[str]
     on_sqlite: bool = False
+    leases: bool = True
+    """False for a store whose claims never expire: it declares claim_lease_expires unsupported."""
 
 
 DEFECTS = {
@@ -392,11 +508,28 @@ DEFECTS = {
     "ignores_invalid_changes": Defect(
         IgnoresInvalidChanges, frozenset({"invalid_change_rejected"})
     ),
-    "check_then_set_claim": Defect(CheckThenSetClaim, frozenset({"claim_single_owner"})),
-    "check_then_set_claim_on_sqlite": Defect(
-        CheckThenSetSqliteClaim, frozenset({"claim_single_owner"}), on_sqlite=True
+    "check_then_set_claim": Defect(
+        CheckThenSetClaim, frozenset({"claim_single_owner"}), leases=False
     ),
-    "claims_keyed_by_step": Defect(ClaimsKeyedByStep, frozenset({"claims_are_per_step"})),
+    "check_then_set_claim_on_sqlite": Defect(
+        CheckThenSetSqliteClaim, frozenset({"claim_single_owner"}), on_sqlite=True, leases=False
+    ),
+    "claims_keyed_by_step": Defect(
+        ClaimsKeyedByStep, frozenset({"claims_are_per_step"}), leases=False
+    ),
+    "leases_correct": Defect(Leases, frozenset()),
+    "leases_ignored": Defect(LeasesIgnored, frozenset({"claim_lease_expires"})),
+    "lease_in_whole_seconds": Defect(LeaseInWholeSeconds, frozenset({"claim_lease_expires"})),
+    "no_lease_means_zero": Defect(
+        NoLeaseMeansZero, frozenset({"claim_single_owner", "claim_lease_expires"})
+    ),
+    "reclaim_keeps_old_expiry": Defect(ReclaimKeepsOldExpiry, frozenset({"claim_lease_expires"})),
+    "check_then_set_expired_claim": Defect(
+        CheckThenSetExpiredClaim, frozenset({"claim_lease_expires"})
+    ),
+    "lists_as_created": Defect(ListsAsCreated, frozenset({"list_runs"})),
+    "lists_first_page": Defect(ListsFirstPage, frozenset({"list_runs"})),
+    "lists_twice": Defect(ListsTwice, frozenset({"list_runs"})),
     "drops_error": Defect(DropsError, frozenset({"update_bumps_version", "fidelity[error]"})),
     "result_ints_as_floats": Defect(ResultIntsAsFloats, frozenset({"fidelity[result]"})),
     "aliasing_cache": Defect(
@@ -464,18 +597,22 @@ class TestBrokenStores:
     async def test_fails_exactly_the_cases_its_defect_breaks(self, name: str) -> None:
         """A store with one defect fails exactly the cases that pin that behaviour."""
         defect = DEFECTS[name]
-        implementation = Wrapped(defect.wrapper, on_sqlite=defect.on_sqlite)
+        kind = Wrapped if defect.leases else WrappedWithoutLeases
+        implementation = kind(defect.wrapper, on_sqlite=defect.on_sqlite)
         report = await ck.run_contract(implementation, run_store.suite)
         assert failed(report) == defect.fails, str(report)
         passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
-        assert passed == set(case_ids(report)) - defect.fails
+        unsupported = set() if defect.leases else {"claim_lease_expires"}
+        assert passed == set(case_ids(report)) - defect.fails - unsupported
         if defect.fails:
             with pytest.raises(ck.ContractFailure):  # the gate catches every defect
                 ck.assert_contract(report)
 
     def test_a_race_failure_says_what_each_call_did(self) -> None:
         """claim_single_owner's reason names the law and the calls that won."""
-        report = ck.run_contract_sync(Wrapped(CheckThenSetClaim, on_sqlite=False), run_store.suite)
+        report = ck.run_contract_sync(
+            WrappedWithoutLeases(CheckThenSetClaim, on_sqlite=False), run_store.suite
+        )
         reason = report["claim_single_owner"].reason or ""
         assert "expected exactly one of 8 calls to succeed" in reason
         assert "8 succeeded" in reason
@@ -553,8 +690,12 @@ class Undeclared:
     async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
         return await self.inner.update(run_id, changes, expected_version=expected_version)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
-        await self.inner.claim_step(run_id, step)
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        await self.inner.claim_step(run_id, step, **lease)
+
+    async def list(self) -> Sequence[Run]:
+        # Through this store's own get: a defect of get shows in list alike.
+        return [await self.get(run.run_id) for run in await self.inner.list()]
 
 
 class UndeclaredIntsAsFloats(Undeclared):
@@ -755,6 +896,43 @@ class TestSqliteRunStore:
         assert (await store.get(run_id)).version == 1
 
     @pytest.mark.anyio
+    async def test_lists_the_runs_of_its_namespace_in_creation_order(self, tmp_path: Path) -> None:
+        """list() shows its own namespace's runs, oldest first; another namespace's are not its."""
+        path = tmp_path / "runs.sqlite3"
+        mine, theirs = SqliteRunStore(path, namespace="a_"), SqliteRunStore(path, namespace="b_")
+        await mine.create_schema()
+        created = [await mine.create({"n": index}) for index in range(3)]
+        await theirs.create({"n": "other"})
+        await mine.update(created[1], {"status": "running"}, expected_version=1)
+        runs = await mine.list()
+        assert [(run.run_id, run.version) for run in runs] == [
+            (created[0], 1),
+            (created[1], 2),
+            (created[2], 1),
+        ]
+        assert runs[1] == await mine.get(created[1])
+
+    @pytest.mark.anyio
+    async def test_a_claims_table_without_expiries_is_migrated(self, tmp_path: Path) -> None:
+        """create_schema() adds the expiry column to a database made before leases existed."""
+        path = tmp_path / "runs.sqlite3"
+        store = SqliteRunStore(path)
+        await store.create_schema()
+        run_id = await store.create({})
+        with closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute("DROP TABLE run_store_step_claims")
+            connection.execute(
+                "CREATE TABLE run_store_step_claims (run_id TEXT NOT NULL, step TEXT NOT NULL, "
+                "PRIMARY KEY (run_id, step)) WITHOUT ROWID"
+            )
+            connection.execute("INSERT INTO run_store_step_claims VALUES (?, 'extract')", (run_id,))
+        await store.create_schema()
+        with pytest.raises(AlreadyClaimed):  # the old claim holds, forever
+            await store.claim_step(run_id, "extract", now=2e9, lease=1.0)
+        await store.claim_step(run_id, "load", now=10.0, lease=1.0)
+        await store.claim_step(run_id, "load", now=11.0, lease=1.0)  # expired: taken over
+
+    @pytest.mark.anyio
     async def test_delete_namespace_needs_a_namespace(self, tmp_path: Path) -> None:
         """Without a namespace, delete_namespace() refuses instead of emptying the file."""
         with pytest.raises(ValueError, match="needs a non-empty namespace"):  # a guard, not a bug
@@ -792,3 +970,44 @@ class TestSqliteImplementation:
             claims = connection.execute("SELECT count(*) FROM run_store_step_claims").fetchone()
         assert runs == [(kept,)]
         assert claims == (0,)
+
+
+class TestLeases:
+    """The reference stores' leases, checked where the profile does not reach."""
+
+    @pytest.fixture(params=["memory", "sqlite"])
+    async def store(self, request: pytest.FixtureRequest, tmp_path: Path) -> LeasedRunStore:
+        if request.param == "memory":
+            return MemoryRunStore()
+        store = SqliteRunStore(tmp_path / "runs.sqlite3")
+        await store.create_schema()
+        return store
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("lease", [0, -1.0, float("nan"), float("inf"), "1", True], ids=repr)
+    async def test_a_lease_that_is_not_a_positive_number_is_refused(
+        self, store: LeasedRunStore, lease: Any
+    ) -> None:
+        """A lease of no time, negative, NaN, infinite or not a number: ValueError, no claim."""
+        run_id = await store.create({})
+        with pytest.raises(ValueError, match="lease must be"):  # refused before any claim
+            await store.claim_step(run_id, "extract", now=1.0, lease=lease)
+        await store.claim_step(run_id, "extract", now=1.0, lease=1.0)  # nothing was claimed
+
+    @pytest.mark.anyio
+    async def test_a_clock_reading_that_is_not_finite_is_refused(
+        self, store: LeasedRunStore
+    ) -> None:
+        """now=NaN cannot be compared with an expiry: ValueError."""
+        run_id = await store.create({})
+        with pytest.raises(ValueError, match="now must be"):  # refused before any claim
+            await store.claim_step(run_id, "extract", now=float("nan"), lease=1.0)
+
+    @pytest.mark.anyio
+    async def test_without_now_the_store_s_own_clock_decides(self, store: LeasedRunStore) -> None:
+        """A claim with a lease and no now= expires by the wall clock: not before."""
+        run_id = await store.create({})
+        await store.claim_step(run_id, "extract", lease=3600.0)
+        with pytest.raises(AlreadyClaimed):  # an hour is not over
+            await store.claim_step(run_id, "extract", lease=3600.0)
+        await store.claim_step(run_id, "extract", now=time.time() + 7200.0)  # two hours on

@@ -1,5 +1,6 @@
 """
-A workflow run store: versioned run records with optimistic concurrency, and step claims.
+A workflow run store: versioned run records with optimistic concurrency, step claims
+with leases, and a list of runs.
 
 Passing this profile establishes, for one implementation in one process:
 
@@ -14,11 +15,16 @@ Passing this profile establishes, for one implementation in one process:
 - an update at the current version applies its changes and bumps the version by
   one; an update at any other version raises :exc:`StaleVersion` and changes
   nothing, also when several updates race for the same version;
-- a change the store cannot make (``params``, a field it does not persist) is
+- a change the store cannot make (``params``, a name outside :data:`FIELDS`) is
   refused with :exc:`ValueError` and changes nothing;
 - of several concurrent claims of one step of one run, exactly one wins and the
   others raise :exc:`AlreadyClaimed`; claims of other steps and other runs are
-  independent; an unknown run raises :exc:`UnknownRun` everywhere.
+  independent; an unknown run raises :exc:`UnknownRun` everywhere;
+- a claim's lease is kept to the millisecond: the claim holds until it
+  expires, is then taken over by exactly one of several racers, whose own lease
+  runs from then; a claim without a lease never expires (a store whose claims
+  never expire declares that case unsupported);
+- ``list`` shows every run created, each once, as ``get`` shows it.
 
 It does not establish cross-host safety. The races run in one process: for
 :class:`SqliteRunStore` they do contend for real, on separate connections in
@@ -26,7 +32,8 @@ separate threads against one database file, but nothing here shows what
 happens when several hosts share a database (SQLite's locking is unreliable over
 network file systems, and its WAL mode does not work there at all). Nor does it
 establish durability across crashes or power loss, that a claim is ever released
-or expires (claims here are forever), fairness among contenders, or performance.
+before it expires, that a store's own clock is right (the lease case passes the
+callers' clock as ``now``), fairness among contenders, or performance.
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ import json
 import math
 import os
 import sqlite3
+import time
 import uuid
-from collections.abc import Awaitable, Collection, Mapping
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, cast, final, get_args
@@ -66,6 +74,7 @@ __all__ = [
     "CONTENDERS",
     "FIELDS",
     "AlreadyClaimed",
+    "LeasedRunStore",
     "MemoryRunStore",
     "MemoryRunStoreImplementation",
     "Run",
@@ -199,10 +208,44 @@ class RunStore(Protocol):
 
     async def claim_step(self, run_id: str, step: str) -> None:
         """
-        Claim the step of the run for the caller; each step of each run is claimed once.
+        Claim the step of the run for the caller; a claim without a lease is held for ever.
 
         :raises UnknownRun: if no run has this ID.
         :raises AlreadyClaimed: if the step of this run is claimed already.
+        """
+        ...
+
+    async def list(self) -> Sequence[Run]:
+        """A snapshot of every run of the store, each once, as ``get`` would return it."""
+        ...
+
+
+class LeasedRunStore(RunStore, Protocol):
+    """
+    A :class:`RunStore` whose claims can expire: ``claim_step`` takes a lease.
+
+    The ``claim_lease_expires`` case needs it; a store whose claims never expire
+    declares that case ``Unsupported``, with the reason.
+    """
+
+    async def claim_step(
+        self, run_id: str, step: str, *, now: float | None = None, lease: float | None = None
+    ) -> None:
+        """
+        Claim the step of the run for the caller, for ``lease`` seconds or for ever.
+
+        A claim made at ``now`` with a lease is held while the clock reads less than
+        ``now + lease``; from then on it has expired, and the next claim of the step
+        takes it over (of several at once, exactly one). A claim without a lease is
+        held for ever. Checking and taking a claim happen as one step.
+
+        :param now: the caller's clock, in seconds; ``None`` for the store's own
+            (:func:`time.time` in the reference stores).
+        :param lease: how many seconds the claim is held; ``None`` for ever.
+        :raises UnknownRun: if no run has this ID.
+        :raises AlreadyClaimed: if the step of this run is claimed, and not expired.
+        :raises ValueError: for a lease that is not a positive finite number, or a
+            ``now`` that is not finite; nothing is claimed.
         """
         ...
 
@@ -218,6 +261,8 @@ _PlainCase = Literal[
     "invalid_change_rejected",
     "claim_single_owner",
     "claims_are_per_step",
+    "claim_lease_expires",
+    "list_runs",
 ]
 RunStoreCase = _PlainCase | Literal["fidelity"]
 """The names of the profile's cases, and of its family."""
@@ -236,8 +281,9 @@ feature = Feature[RunStore, RunStoreCase](
     does_not_establish=(
         "Cross-host safety: the races run in one process (for SQLite, on separate "
         "connections and threads against one file), which says nothing about several "
-        "hosts sharing a database. Nor durability across crashes, claim expiry or "
-        "release, fairness among contenders, or performance."
+        "hosts sharing a database. Nor durability across crashes, claim release, that a "
+        "store's own clock is right (leases are checked on the callers' clock), fairness "
+        "among contenders, or performance."
     ),
 )
 
@@ -528,10 +574,14 @@ async def _invalid_change_rejected(api: RunStore) -> None:
                 continue
             after = await api.get(run_id)
             if after.fields.get(name, _ABSENT) != changes[name]:
-                shown = after.fields.get(name, "no such field")
+                shown = (
+                    f"{name} {after.fields[name]!r}"
+                    if name in after.fields
+                    else f"no {name!r} field"
+                )
                 raise AssertionError(
                     f"expected {what} to raise {_REFUSED} or to keep it, but it was taken and the "
-                    f"run now shows {shown!r}: dropped silently"
+                    f"run then had {shown}: dropped silently"
                 )
             before = after
 
@@ -562,6 +612,81 @@ async def _claims_are_per_step(api: RunStore) -> None:
                     f"expected claim_step({run_id!r}, {step!r}) to succeed: only other steps or "
                     f"other runs were claimed before; it raised {exc!r}"
                 ) from exc
+
+
+# A claim's start and lease on the callers' clock: the expiry, 1700000001.75, is
+# a fraction of a second, so an expiry kept in whole seconds, rounded either way,
+# shows; probes a millisecond before it leave room for a store that keeps
+# microseconds or milliseconds.
+_START: Final = 1_700_000_000.5
+_LEASE: Final = 1.25
+_BEFORE: Final = 0.001
+
+
+@suite.case("claim_lease_expires")
+async def _claim_lease_expires(store: RunStore) -> None:
+    # A store without leases declares this case unsupported; one that runs it
+    # takes the keywords, or fails here with the TypeError that says it does not.
+    api = cast("LeasedRunStore", store)
+    with _SEE:
+        run_id = await api.create({"input": "a"})
+        expiry = _START + _LEASE
+        await api.claim_step(run_id, "extract", now=_START, lease=_LEASE)
+        for now in (_START, expiry - _BEFORE):
+            await _expect(
+                _CLAIMED,
+                f"claim_step({run_id!r}, 'extract', now={now!r}, lease={_LEASE!r}) while the "
+                f"claim made at now={_START!r} for {_LEASE!r} s holds",
+                api.claim_step(run_id, "extract", now=now, lease=_LEASE),
+            )
+        outcomes = await race(
+            CONTENDERS,
+            lambda index: api.claim_step(run_id, "extract", now=expiry, lease=_LEASE),
+        )
+        outcomes.exactly_one_wins(AlreadyClaimed)
+        # The winner's lease runs from its own claim, not the expired one's.
+        later = expiry + _LEASE - _BEFORE
+        await _expect(
+            _CLAIMED,
+            f"claim_step({run_id!r}, 'extract', now={later!r}) while the claim taken over at "
+            f"now={expiry!r} for {_LEASE!r} s holds",
+            api.claim_step(run_id, "extract", now=later, lease=_LEASE),
+        )
+        await api.claim_step(run_id, "load", now=_START)
+        far = _START + 10**9
+        await _expect(
+            _CLAIMED,
+            f"claim_step({run_id!r}, 'load', now={far!r}) of a step claimed without a lease",
+            api.claim_step(run_id, "load", now=far, lease=_LEASE),
+        )
+
+
+@suite.case("list_runs")
+async def _list_runs(api: RunStore) -> None:
+    with _SEE:
+        before = {run.run_id for run in await api.list()}
+        created = [await api.create({"input": name}) for name in ("a", "b", "c")]
+        current = await api.get(created[1])
+        changes = {name: _change(name, 1) for name in _updatable(api)[:1]}
+        await api.update(created[1], changes, expected_version=current.version)
+        runs = list(await api.list())
+        ids = [run.run_id for run in runs]
+        repeated = sorted({run_id for run_id in ids if ids.count(run_id) > 1})
+        if repeated:
+            raise AssertionError(
+                f"expected list() to show each run once, but it repeats {repeated!r}"
+            )
+        listed = set(ids) - before
+        if listed != set(created):
+            raise AssertionError(
+                f"expected list() to show the runs created, {created!r}, but it "
+                f"shows {sorted(listed)!r} of the new ones"
+            )
+        for run in runs:
+            if run.run_id in created:
+                _check_applied(
+                    await api.get(run.run_id), run, f"list() against get({run.run_id!r})"
+                )
 
 
 # Values of each field that a store must give back exactly: unicode and NUL, int
@@ -812,6 +937,21 @@ def _checked_changes(persisted: frozenset[str], changes: Mapping[str, object]) -
     return copy.deepcopy(dict(changes))
 
 
+def _checked_lease(now: float | None, lease: float | None) -> tuple[float, float | None]:
+    """The clock reading (the wall clock's for ``None``) and the lease, checked."""
+    if lease is not None and (
+        type(lease) not in (int, float) or not math.isfinite(lease) or lease <= 0
+    ):
+        raise ValueError(
+            f"lease must be a positive finite number of seconds or None, got {lease!r}"
+        )
+    if now is None:
+        return time.time(), lease
+    if type(now) not in (int, float) or not math.isfinite(now):
+        raise ValueError(f"now must be a finite number of seconds or None, got {now!r}")
+    return float(now), lease
+
+
 @dataclass(slots=True)
 class _Stored:
     version: int
@@ -834,7 +974,8 @@ class MemoryRunStore:
 
     def __init__(self) -> None:
         self._runs: dict[str, _Stored] = {}
-        self._claims: set[tuple[str, str]] = set()
+        # The expiry of each claim on the callers' clock; None for one held for ever.
+        self._claims: dict[tuple[str, str], float | None] = {}
         self._numbers = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -878,13 +1019,24 @@ class MemoryRunStore:
         stored.version += 1
         return self._snapshot(run_id)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(
+        self, run_id: str, step: str, *, now: float | None = None, lease: float | None = None
+    ) -> None:
         """Claim the step, as one step; see :meth:`RunStore.claim_step`."""
         await anyio.lowlevel.checkpoint()
+        at, lease = _checked_lease(now, lease)
         self._stored(run_id)
-        if (run_id, step) in self._claims:
-            raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
-        self._claims.add((run_id, step))
+        key = (run_id, step)
+        if key in self._claims:
+            expiry = self._claims[key]
+            if expiry is None or at < expiry:
+                raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
+        self._claims[key] = None if lease is None else at + lease
+
+    async def list(self) -> Sequence[Run]:
+        """Every run, in the order they were created; see :meth:`RunStore.list`."""
+        await anyio.lowlevel.checkpoint()
+        return [self._snapshot(run_id) for run_id in self._runs]
 
 
 _RUNS: Final = "run_store_runs"
@@ -895,7 +1047,8 @@ _SCHEMA: Final = (
     + ", ".join(f"{name} TEXT NOT NULL" for name in FIELDS)
     + ")",
     f"CREATE TABLE IF NOT EXISTS {_CLAIMS} ("
-    "run_id TEXT NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID",
+    "run_id TEXT NOT NULL, step TEXT NOT NULL, expires_at REAL, "
+    "PRIMARY KEY (run_id, step)) WITHOUT ROWID",
 )
 
 
@@ -961,6 +1114,10 @@ class SqliteRunStore(PathAndNamespace):
                 connection.execute("PRAGMA journal_mode = WAL")
                 for statement in _SCHEMA:
                     connection.execute(statement)
+                columns = {row[1] for row in connection.execute(f"PRAGMA table_info({_CLAIMS})")}
+                if "expires_at" not in columns:  # a database from before claims had leases
+                    with transaction(connection):
+                        connection.execute(f"ALTER TABLE {_CLAIMS} ADD COLUMN expires_at REAL")
 
         await anyio.to_thread.run_sync(in_thread)
 
@@ -1029,8 +1186,15 @@ class SqliteRunStore(PathAndNamespace):
 
         return await anyio.to_thread.run_sync(in_thread)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
-        """Claim the step: a primary key decides; see :meth:`RunStore.claim_step`."""
+    async def claim_step(
+        self, run_id: str, step: str, *, now: float | None = None, lease: float | None = None
+    ) -> None:
+        """
+        Claim the step: a primary key decides, and an expired claim is taken over in
+        the same statement; see :meth:`RunStore.claim_step`.
+        """
+        at, lease = _checked_lease(now, lease)
+        expiry = None if lease is None else at + lease
 
         def in_thread() -> None:
             with closing(self._connect()) as connection, transaction(connection):
@@ -1039,16 +1203,41 @@ class SqliteRunStore(PathAndNamespace):
                 ).fetchone()
                 if known is None:
                     raise UnknownRun(f"no run has the ID {run_id!r}")
-                try:
-                    connection.execute(
-                        f"INSERT INTO {_CLAIMS} (run_id, step) VALUES (?, ?)", (run_id, step)
-                    )
-                except sqlite3.IntegrityError as exc:
-                    raise AlreadyClaimed(
-                        f"step {step!r} of run {run_id!r} is already claimed"
-                    ) from exc
+                taken = connection.execute(
+                    f"INSERT INTO {_CLAIMS} (run_id, step, expires_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run_id, step) DO UPDATE SET expires_at = excluded.expires_at "
+                    f"WHERE {_CLAIMS}.expires_at IS NOT NULL AND {_CLAIMS}.expires_at <= ?",
+                    (run_id, step, expiry, at),
+                ).rowcount
+                if taken == 0:
+                    raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
 
         await anyio.to_thread.run_sync(in_thread)
+
+    async def list(self) -> Sequence[Run]:
+        """
+        Every run of this store's namespace (of the file, with none), in the order
+        they were created; see :meth:`RunStore.list`.
+        """
+        prefix = self._namespace
+
+        def in_thread() -> Sequence[Run]:
+            with closing(self._connect()) as connection:
+                rows = connection.execute(
+                    f"SELECT run_id, version, {', '.join(FIELDS)} FROM {_RUNS} "
+                    "WHERE substr(run_id, 1, ?) = ? ORDER BY rowid",
+                    (len(prefix), prefix),
+                ).fetchall()
+            return [
+                Run(
+                    run_id,
+                    version,
+                    {name: json.loads(text) for name, text in zip(FIELDS, texts, strict=True)},
+                )
+                for run_id, version, *texts in rows
+            ]
+
+        return await anyio.to_thread.run_sync(in_thread)
 
     async def delete_namespace(self) -> int:
         """
