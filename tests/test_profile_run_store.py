@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sqlite3
@@ -445,6 +446,44 @@ class ListsTwice(Wrapper):
         return runs + runs
 
 
+class ResetsUnnamedFields(Wrapper):
+    """Writes the whole record on each update: the fields not named go back to their start."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        record: dict[str, object] = {
+            "status": "pending",
+            "result": None,
+            "error": None,
+            "labels": {},
+            "history": [],
+        }
+        record.update(changes)
+        return await self.inner.update(run_id, record, expected_version=expected_version)
+
+
+class ListsItsOwnObjects(Wrapper):
+    """Lists the very field values it holds: a caller that changes a listed run changes it."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.held: dict[str, dict[str, object]] = {}
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        held = self.held.setdefault(run_id, {})
+        if held.get("version") != run.version:  # a new version: hold its fields
+            held.clear()
+            held.update(version=run.version, fields=dict(run.fields))
+        return Run(run_id, run.version, copy.deepcopy(held["fields"]))  # type: ignore[arg-type]
+
+    async def list(self) -> Sequence[Run]:
+        runs = [await self.get(run.run_id) for run in await self.inner.list()]
+        return [
+            Run(run.run_id, run.version, self.held[run.run_id]["fields"])  # type: ignore[arg-type]
+            for run in runs
+        ]
+
+
 class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
     """A wrapper around a fresh MemoryRunStore, or around a SqliteRunStore in a temporary file."""
 
@@ -530,6 +569,8 @@ DEFECTS = {
     "lists_as_created": Defect(ListsAsCreated, frozenset({"list_runs"})),
     "lists_first_page": Defect(ListsFirstPage, frozenset({"list_runs"})),
     "lists_twice": Defect(ListsTwice, frozenset({"list_runs"})),
+    "resets_unnamed_fields": Defect(ResetsUnnamedFields, frozenset({"update_bumps_version"})),
+    "lists_its_own_objects": Defect(ListsItsOwnObjects, frozenset({"list_runs"})),
     "drops_error": Defect(DropsError, frozenset({"update_bumps_version", "fidelity[error]"})),
     "result_ints_as_floats": Defect(ResultIntsAsFloats, frozenset({"fidelity[result]"})),
     "aliasing_cache": Defect(

@@ -490,6 +490,15 @@ async def _update_bumps_version(api: RunStore) -> None:
                 expected, await api.get(run_id), f"after update({run_id!r}, {changes!r}) get"
             )
             before = updated
+        if updatable:  # the fields an update does not name keep their values
+            changes = {updatable[0]: _change(updatable[0], 3)}
+            await api.update(run_id, copy.deepcopy(changes), expected_version=before.version)
+            expected = Run(run_id, before.version + 1, {**before.fields, **changes})
+            _check_applied(
+                expected,
+                await api.get(run_id),
+                f"after update({run_id!r}, {changes!r}), which names no other field, get",
+            )
 
 
 @suite.case("stale_update_rejected")
@@ -682,11 +691,19 @@ async def _list_runs(api: RunStore) -> None:
                 f"expected list() to show the runs created, {created!r}, but it "
                 f"shows {sorted(listed)!r} of the new ones"
             )
+        shown = {run.run_id: await api.get(run.run_id) for run in runs if run.run_id in created}
         for run in runs:
-            if run.run_id in created:
-                _check_applied(
-                    await api.get(run.run_id), run, f"list() against get({run.run_id!r})"
-                )
+            if run.run_id in shown:
+                _check_applied(shown[run.run_id], run, f"list() against get({run.run_id!r})")
+        for run in runs:  # each snapshot is the caller's own
+            for value in run.fields.values():
+                _change_in_place(value)
+        for run_id, expected in shown.items():
+            _check_applied(
+                expected,
+                await api.get(run_id),
+                f"after the caller changed the objects list() gave, get({run_id!r})",
+            )
 
 
 # Values of each field that a store must give back exactly: unicode and NUL, int
