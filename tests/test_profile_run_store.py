@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -484,6 +485,28 @@ class ListsItsOwnObjects(Wrapper):
         ]
 
 
+class IdsFromParams(Wrapper):
+    """Names a run after its params: two runs of the same params are one run."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.ids: dict[str, str] = {}
+
+    async def create(self, params: Any) -> str:
+        key = json.dumps(params, sort_keys=True, default=repr)
+        if key not in self.ids:
+            self.ids[key] = await self.inner.create(params)
+        return self.ids[key]
+
+
+class ExpiresOnlyAfterTheInstant(Leases):
+    """Holds a claim through the instant of its expiry (expires_at < now): a convention, correct."""
+
+    def held(self, key: tuple[str, str], at: float) -> bool:
+        expiry = self.claims.get(key, -math.inf)
+        return key in self.claims and (expiry is None or at <= expiry)
+
+
 class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
     """A wrapper around a fresh MemoryRunStore, or around a SqliteRunStore in a temporary file."""
 
@@ -569,6 +592,8 @@ DEFECTS = {
     "lists_as_created": Defect(ListsAsCreated, frozenset({"list_runs"})),
     "lists_first_page": Defect(ListsFirstPage, frozenset({"list_runs"})),
     "lists_twice": Defect(ListsTwice, frozenset({"list_runs"})),
+    "ids_from_params": Defect(IdsFromParams, frozenset({"create_then_get"})),
+    "expires_only_after_the_instant": Defect(ExpiresOnlyAfterTheInstant, frozenset()),
     "resets_unnamed_fields": Defect(ResetsUnnamedFields, frozenset({"update_bumps_version"})),
     "lists_its_own_objects": Defect(ListsItsOwnObjects, frozenset({"list_runs"})),
     "drops_error": Defect(DropsError, frozenset({"update_bumps_version", "fidelity[error]"})),

@@ -411,6 +411,12 @@ async def _create_then_get(api: RunStore) -> None:
             raise AssertionError(
                 f"expected two creates to return distinct run IDs, got {first!r} twice"
             )
+        third = await api.create(copy.deepcopy(params))
+        if third == first:
+            raise AssertionError(
+                f"expected two creates of the same params to return distinct run IDs, got "
+                f"{first!r} twice"
+            )
         run = await api.get(first)
         if run.run_id != first:
             raise AssertionError(f"expected get({first!r}) to return that run, got {run.run_id!r}")
@@ -625,8 +631,9 @@ async def _claims_are_per_step(api: RunStore) -> None:
 
 # A claim's start and lease on the callers' clock: the expiry, 1700000001.75, is
 # a fraction of a second, so an expiry kept in whole seconds, rounded either way,
-# shows; probes a millisecond before it leave room for a store that keeps
-# microseconds or milliseconds.
+# shows; probes a millisecond either side of it leave room for a store that keeps
+# milliseconds, and for either convention at the instant itself (expired at it,
+# or only after it).
 _START: Final = 1_700_000_000.5
 _LEASE: Final = 1.25
 _BEFORE: Final = 0.001
@@ -648,17 +655,18 @@ async def _claim_lease_expires(store: RunStore) -> None:
                 f"claim made at now={_START!r} for {_LEASE!r} s holds",
                 api.claim_step(run_id, "extract", now=now, lease=_LEASE),
             )
+        after = expiry + _BEFORE
         outcomes = await race(
             CONTENDERS,
-            lambda index: api.claim_step(run_id, "extract", now=expiry, lease=_LEASE),
+            lambda index: api.claim_step(run_id, "extract", now=after, lease=_LEASE),
         )
         outcomes.exactly_one_wins(AlreadyClaimed)
         # The winner's lease runs from its own claim, not the expired one's.
-        later = expiry + _LEASE - _BEFORE
+        later = after + _LEASE - _BEFORE
         await _expect(
             _CLAIMED,
             f"claim_step({run_id!r}, 'extract', now={later!r}) while the claim taken over at "
-            f"now={expiry!r} for {_LEASE!r} s holds",
+            f"now={after!r} for {_LEASE!r} s holds",
             api.claim_step(run_id, "extract", now=later, lease=_LEASE),
         )
         await api.claim_step(run_id, "load", now=_START)
