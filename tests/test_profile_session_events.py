@@ -98,6 +98,17 @@ class TestBundledImplementations:
 # --------------------------------------------------------------------------- broken stores
 
 
+async def check_json(event: Event) -> None:
+    """
+    Raise NotJSON for an event whose payload JSON cannot hold, as the reference does:
+    a broken store below that looks at its events first calls this before, so that
+    it breaks one rule only, not also "NotJSON before the store is consulted".
+    """
+    reference = MemorySessionEvents()
+    await reference.create_session("check", metadata={})
+    await reference.append("check", event)
+
+
 class ReportsDuplicatesAsNew(MemorySessionEvents):
     """Stores a duplicate once, but says True every time."""
 
@@ -134,6 +145,7 @@ class RacyAppend(MemorySessionEvents):
 
     @override
     async def append(self, session_id: str, event: Event) -> bool:
+        await check_json(event)
         known = {stored.event_id for stored in await self.replay(session_id)}
         await anyio.lowlevel.checkpoint()  # a round trip to a database
         if event.event_id in known:
@@ -388,6 +400,7 @@ class GlobalEventIds(MemorySessionEvents):
 
     @override
     async def append(self, session_id: str, event: Event) -> bool:
+        await check_json(event)
         if event.event_id in self.seen:
             return False
         stored = await super().append(session_id, event)
@@ -531,6 +544,81 @@ class UnknownSessionAsValueError(StandardErrors):
         return StandardErrors.plain(error)
 
 
+class ConflictBeforeDuplicate(MemorySessionEvents):
+    """Checks the sequence before the event ID: a retried append whose sequence is taken fails."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        await check_json(event)
+        for held in await super().replay(session_id):
+            if held.sequence == event.sequence and held.event_id != event.event_id:
+                raise SequenceConflict(f"sequence {event.sequence} is taken")
+        return await super().append(session_id, event)
+
+
+class DuplicateBeforeJson(MemorySessionEvents):
+    """Answers a duplicate event ID before it looks at the payload: non-JSON returns False."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        try:
+            held = await super().replay(session_id)
+        except UnknownSession:
+            held = []  # the reference says which error comes first
+        if any(other.event_id == event.event_id for other in held):
+            return False
+        return await super().append(session_id, event)
+
+
+class UnknownSessionBeforeJson(MemorySessionEvents):
+    """Looks the session up before it looks at the payload: non-JSON gets UnknownSession."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        await super().replay(session_id)  # raises UnknownSession
+        return await super().append(session_id, event)
+
+
+class DuplicateSessionBeforeJson(MemorySessionEvents):
+    """Refuses an existing session ID before it looks at the metadata."""
+
+    @override
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        if await self.load_session(session_id) is not None:
+            raise DuplicateSession(session_id)
+        await super().create_session(session_id, metadata=metadata, parent_id=parent_id)
+
+
+class ChildrenSortedIgnoringCase(MemorySessionEvents):
+    """Sorts children as a person would, ignoring case: not by code point."""
+
+    @override
+    async def children(self, session_id: str) -> list[str]:
+        return sorted(await super().children(session_id), key=str.casefold)
+
+
+class SequencesIn32Bits(MemorySessionEvents):
+    """Keeps sequences in a 32-bit column: big ones wrap around."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        wrapped = Event(event.event_id, event.sequence % 2**31, event.payload)
+        return await super().append(session_id, wrapped)
+
+
+class SequencesAsFloats(MemorySessionEvents):
+    """Keeps sequences in a float column: 2**63 - 1 comes back rounded."""
+
+    @override
+    async def replay(self, session_id: str) -> list[Event]:
+        return [
+            Event(event.event_id, int(float(event.sequence)), event.payload)
+            for event in await super().replay(session_id)
+        ]
+
+
 class Broken(ck.FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
     """Runs the profile against a broken store."""
 
@@ -563,6 +651,13 @@ BROKEN: list[tuple[type[MemorySessionEvents], set[str]]] = [
     (CoercesToJSON, {"non_json_rejected"}),
     (LosesFloatPrecision, {"json_round_trips_strictly"}),
     (GlobalEventIds, {"sessions_are_isolated"}),
+    (ConflictBeforeDuplicate, {"append_is_idempotent"}),
+    (DuplicateBeforeJson, {"non_json_rejected"}),
+    (UnknownSessionBeforeJson, {"non_json_rejected"}),
+    (DuplicateSessionBeforeJson, {"non_json_rejected"}),
+    (ChildrenSortedIgnoringCase, {"parent_child_links_preserved"}),
+    (SequencesIn32Bits, {"replay_orders_by_sequence"}),
+    (SequencesAsFloats, {"replay_orders_by_sequence"}),
 ]
 
 

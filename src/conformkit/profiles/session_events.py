@@ -428,6 +428,14 @@ async def _append_is_idempotent(api: SessionEventsAPI) -> None:
         second = Event("e-2", 2, {"text": "second"})
         _expect("append('s', e-2) after the duplicates", await api.append("s", second), True)
         _expect("replay('s') after e-2", await api.replay("s"), [first, second])
+        # A duplicate is a duplicate first: the sequence it names being taken is no conflict.
+        retried = Event("e-1", 2, {"text": "retried"})
+        _expect(
+            "append('s', e-1) again with sequence 2, which e-2 has",
+            await api.append("s", retried),
+            False,
+        )
+        _expect("replay('s') after that", await api.replay("s"), [first, second])
 
 
 @suite.case("concurrent_appends_are_idempotent")
@@ -480,11 +488,14 @@ async def _replay_orders_by_sequence(api: SessionEventsAPI) -> None:
         await _create(api, "s", {})
         # Neither the append order, nor the event IDs, nor the sequences compared as
         # text give sequence order.
+        # The largest sequences need 64 bits, and the last 63 of them.
         appended = [
             Event("x", 30, {"n": "x"}),
             Event("y", 5, {"n": "y"}),
+            Event("t", 2**63 - 1, {"n": "t"}),
             Event("z", 100, {"n": "z"}),
             Event("w", 12, {"n": "w"}),
+            Event("s", 2**31, {"n": "s"}),
             Event("v", 0, {"n": "v"}),
         ]
         for event in appended:
@@ -578,8 +589,8 @@ async def _parent_child_links_preserved(api: SessionEventsAPI) -> None:
     with _SEE:
         await api.create_session("root", metadata={})
         await api.create_session("root-2", metadata={})
-        # Created out of order: children() sorts them.
-        for child in ("child-c", "child-a", "child-b"):
+        # Created out of order: children() sorts them, by code point ("C" before "c").
+        for child in ("child-c", "Child-d", "child-a", "child-b"):
             await api.create_session(child, metadata={"name": child}, parent_id="root")
         await api.create_session("grandchild", metadata={}, parent_id="child-a")
         _expect("load_session('root').parent_id", (await _load(api, "root")).parent_id, None)
@@ -594,7 +605,7 @@ async def _parent_child_links_preserved(api: SessionEventsAPI) -> None:
         _expect(
             "children('root'), direct children sorted by ID",
             await api.children("root"),
-            ["child-a", "child-b", "child-c"],
+            ["Child-d", "child-a", "child-b", "child-c"],
         )
         _expect("children('child-a')", await api.children("child-a"), ["grandchild"])
         _expect("children('child-b')", await api.children("child-b"), [])
@@ -768,6 +779,37 @@ async def _non_json_rejected(api: SessionEventsAPI) -> None:
         _expect(
             "append('s', e-0) after its rejection", await api.append("s", Event("e-0", 0, {})), True
         )
+        # NotJSON comes before the store is consulted: for a duplicate too, and an unknown
+        # session. DuplicateSession is a ValueError, but it is not the reason here.
+        pair: Any = (1, 2)
+        await _raises(
+            _NOT_JSON,
+            api.append("s", Event("e-0", 0, pair)),
+            "append('s', e-0) again, with a tuple for its payload",
+        )
+        await _raises(
+            _NOT_JSON,
+            api.append("no-such-session", Event("e-0", 0, pair)),
+            "append('no-such-session', ...) with a tuple for its payload",
+        )
+        try:
+            await api.create_session("s", metadata={"when": pair})
+        except DuplicateSession as error:
+            raise AssertionError(
+                f"create_session('s') again, with a tuple in its metadata: expected {_NOT_JSON}, "
+                f"got {error_line(error)}"
+            ) from error
+        except Exception as error:
+            if not _NOT_JSON.matches(error):
+                raise AssertionError(
+                    f"create_session('s') again, with a tuple in its metadata: expected "
+                    f"{_NOT_JSON}, got {error_line(error)}"
+                ) from error
+        else:
+            raise AssertionError(
+                f"create_session('s') again, with a tuple in its metadata: expected {_NOT_JSON}, "
+                f"but it returned"
+            )
 
 
 # --------------------------------------------------------------------------- reference stores
