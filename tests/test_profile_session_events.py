@@ -674,6 +674,81 @@ STANDARD_EXCEPTIONS: list[tuple[type[MemorySessionEvents], set[str]]] = [
 ]
 
 
+class AppendReturnsNone(MemorySessionEvents):
+    """Says None for an event it stored: neither True nor False."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        stored = await super().append(session_id, event)
+        return None if stored else False  # type: ignore[return-value]
+
+
+class ReplaysATuple(MemorySessionEvents):
+    """Replays a tuple of events, not a list."""
+
+    @override
+    async def replay(self, session_id: str) -> list[Event]:
+        return tuple(await super().replay(session_id))  # type: ignore[return-value]
+
+
+class ChildrenATuple(MemorySessionEvents):
+    """Lists children in a tuple, not a list."""
+
+    @override
+    async def children(self, session_id: str) -> list[str]:
+        return tuple(await super().children(session_id))  # type: ignore[return-value]
+
+
+class LoadsADict(MemorySessionEvents):
+    """Loads a session as a dict of its fields, not a SessionRecord."""
+
+    @override
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        record = await super().load_session(session_id)
+        if record is None:
+            return None
+        return dataclasses.asdict(record)  # type: ignore[return-value]
+
+
+# A store that returns the wrong type from one operation: the case that owns the
+# operation's return type fails on it, and every other case it fails is blocked,
+# naming that owner.
+WRONG_TYPES: list[tuple[type[MemorySessionEvents], str]] = [
+    (AppendReturnsNone, "append_is_idempotent"),
+    (ReplaysATuple, "load_returns_created_session"),
+    (ChildrenATuple, "load_returns_created_session"),
+    (LoadsADict, "load_returns_created_session"),
+]
+
+
+class TestWrongReturnTypes:
+    """A wrong return type fails its owner; the other cases are blocked, naming it."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("store", "owner"), WRONG_TYPES, ids=[s.__name__ for s, _ in WRONG_TYPES]
+    )
+    async def test_other_cases_are_blocked_naming_the_owner(
+        self, store: type[MemorySessionEvents], owner: str
+    ) -> None:
+        """The owner fails with its own reason; every other failure says blocked: owner."""
+        report = await ck.run_contract(Broken(store), suite)
+        reasons = {
+            result.case_id: result.reason or ""
+            for result in report.results
+            if result.status is ck.CaseStatus.FAILED
+        }
+        assert owner in reasons, str(report)
+        assert "blocked:" not in reasons.pop(owner)
+        misattributed = {
+            case_id: reason.splitlines()[0]
+            for case_id, reason in reasons.items()
+            if "' failed: AssertionError: blocked: " not in reason.splitlines()[0]
+            or f"; {owner} owns that" not in reason
+        }
+        assert misattributed == {}
+
+
 class TestJsonThatCodecsMistake:
     """A store whose codec takes plain JSON for something else fails the JSON case, alone."""
 
