@@ -832,6 +832,99 @@ UNDECLARED_STORES: dict[str, tuple[Callable[[RunStore], RunStore], frozenset[str
 }
 
 
+class GetsADict(Wrapper):
+    """Gets a run as a dict of its parts, not a Run."""
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        return {"run_id": run.run_id, "version": run.version, "fields": dict(run.fields)}  # type: ignore[return-value]
+
+
+class UpdateReturnsNothing(Wrapper):
+    """Applies an update and returns None, not the run."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        await self.inner.update(run_id, changes, expected_version=expected_version)
+        return None  # type: ignore[return-value]
+
+
+class ListsAGenerator(Wrapper):
+    """Lists runs as a generator, which a caller can neither index nor read twice."""
+
+    async def list(self) -> Sequence[Run]:
+        runs = await super().list()
+        return (run for run in runs)  # type: ignore[return-value]
+
+
+class ClaimSaysFalse(Wrapper):
+    """Says False for a claim it refuses, instead of raising AlreadyClaimed."""
+
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        try:
+            await self.inner.claim_step(run_id, step, **lease)
+        except AlreadyClaimed:
+            return False  # type: ignore[return-value]
+
+
+# A store that breaks one rule other cases rely on: the owner fails with its own
+# reason, and each other case it fails is blocked, naming the owner.
+OWNED: dict[str, tuple[Callable[[RunStore], RunStore], str, frozenset[str]]] = {
+    "gets_a_dict": (
+        GetsADict,
+        "create_then_get",
+        frozenset(FIDELITY)
+        | {
+            "create_then_get",
+            "update_bumps_version",
+            "stale_update_rejected",
+            "concurrent_updates_single_winner",
+            "invalid_change_rejected",
+            "list_runs",
+        },
+    ),
+    "update_returns_nothing": (
+        UpdateReturnsNothing,
+        "update_bumps_version",
+        frozenset({"update_bumps_version"}),
+    ),
+    "lists_a_generator": (ListsAGenerator, "list_runs", frozenset({"list_runs"})),
+    "claim_says_false": (
+        ClaimSaysFalse,
+        "claim_single_owner",
+        frozenset({"claim_single_owner", "claim_lease_expires"}),
+    ),
+}
+
+
+class TestOwners:
+    """A broken rule other cases rely on fails its owner; the others are blocked, naming it."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", OWNED)
+    async def test_the_owner_fails_and_the_others_name_it(self, name: str) -> None:
+        """The owner's reason is its own; every other failure is blocked, naming the owner."""
+        wrapper, owner, fails = OWNED[name]
+        report = await ck.run_contract(Wrapped(wrapper, on_sqlite=False), run_store.suite)
+        reasons = {
+            result.case_id: (result.reason or "").splitlines()[0]
+            for result in report.results
+            if result.status is ck.CaseStatus.FAILED
+        }
+        assert set(reasons) == fails, str(report)
+        assert "blocked:" not in reasons.pop(owner)
+        assert "(see docs/profile-run-store.md#failure-modes)" in str(report[owner].reason)
+        others = {
+            case_id: reason
+            for case_id, reason in reasons.items()
+            if "' failed: AssertionError: blocked: " not in reason
+        }
+        assert {
+            case_id: reason
+            for case_id, reason in others.items()
+            if f"{owner} owns that" not in reason
+        } == {}
+
+
 class TestDeclaredFields:
     """The store's persisted_fields decide what is checked; claims can neither hide nor add."""
 

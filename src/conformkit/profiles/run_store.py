@@ -60,6 +60,7 @@ from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
+from .._util import short_repr
 from ..laws import race, round_trip_async, strictly_equal
 from ._support import (
     NamedError,
@@ -386,6 +387,17 @@ async def _expect(error: NamedError, what: str, call: Awaitable[object]) -> None
     raise AssertionError(f"expected {what} to raise {error}, but it returned {result!r}")
 
 
+async def _get(api: RunStore, run_id: str) -> Run:
+    """Get a run; a result that is not a Run blocks the case: create_then_get owns that."""
+    run = await api.get(run_id)
+    if not isinstance(run, Run):
+        raise AssertionError(
+            f"blocked: get({run_id!r}) returned {short_repr(run)}, not a Run; "
+            f"create_then_get owns that"
+        )
+    return run
+
+
 @suite.case("create_then_get")
 async def _create_then_get(api: RunStore) -> None:
     with _SEE:
@@ -418,6 +430,8 @@ async def _create_then_get(api: RunStore) -> None:
                 f"{first!r} twice"
             )
         run = await api.get(first)
+        if not isinstance(run, Run):
+            raise AssertionError(f"expected get({first!r}) to return a Run, got {short_repr(run)}")
         if run.run_id != first:
             raise AssertionError(f"expected get({first!r}) to return that run, got {run.run_id!r}")
         if run.version != 1:
@@ -433,7 +447,7 @@ async def _create_then_get(api: RunStore) -> None:
             raise AssertionError(
                 f"expected a new run to hold {expected!r}, got {dict(run.fields)!r}"
             )
-        other = await api.get(second)
+        other = await _get(api, second)
         if other.run_id != second or (
             "params" in run.fields
             and not strictly_equal(other.fields.get("params"), {"input": "other"})
@@ -473,7 +487,7 @@ def _check_applied(expected: Run, got: Run, what: str) -> None:
 async def _update_bumps_version(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        before = await api.get(run_id)
+        before = await _get(api, run_id)
         updatable = _updatable(api)
         for index in (1, 2):
             # Every field the store declares: a field it declares but drops fails here,
@@ -483,6 +497,11 @@ async def _update_bumps_version(api: RunStore) -> None:
                 run_id, copy.deepcopy(changes), expected_version=before.version
             )
             expected = Run(run_id, before.version + 1, {**before.fields, **changes})
+            if not isinstance(updated, Run):
+                raise AssertionError(
+                    f"expected update({run_id!r}, ...) to return the run as updated, a Run, got "
+                    f"{short_repr(updated)}"
+                )
             if updated.run_id != run_id:
                 raise AssertionError(
                     f"expected update({run_id!r}, ...) to return that run, got {updated.run_id!r}"
@@ -493,7 +512,7 @@ async def _update_bumps_version(api: RunStore) -> None:
                 f"update({run_id!r}, {changes!r}) at the current version returned",
             )
             _check_applied(
-                expected, await api.get(run_id), f"after update({run_id!r}, {changes!r}) get"
+                expected, await _get(api, run_id), f"after update({run_id!r}, {changes!r}) get"
             )
             before = updated
         if updatable:  # the fields an update does not name keep their values
@@ -502,7 +521,7 @@ async def _update_bumps_version(api: RunStore) -> None:
             expected = Run(run_id, before.version + 1, {**before.fields, **changes})
             _check_applied(
                 expected,
-                await api.get(run_id),
+                await _get(api, run_id),
                 f"after update({run_id!r}, {changes!r}), which names no other field, get",
             )
 
@@ -511,12 +530,12 @@ async def _update_bumps_version(api: RunStore) -> None:
 async def _stale_update_rejected(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        start = await api.get(run_id)
+        start = await _get(api, run_id)
         names = _updatable(api)[:1]
         await api.update(
             run_id, {name: _change(name, 1) for name in names}, expected_version=start.version
         )
-        updated = await api.get(run_id)
+        updated = await _get(api, run_id)
         for stale in (start.version, updated.version + 1):
             changes = {name: _change(name, 2) for name in names}
             await _expect(
@@ -525,14 +544,14 @@ async def _stale_update_rejected(api: RunStore) -> None:
                 f"{updated.version}",
                 api.update(run_id, changes, expected_version=stale),
             )
-            _check_same(updated, await api.get(run_id), "after an update rejected as stale, get")
+            _check_same(updated, await _get(api, run_id), "after an update rejected as stale, get")
 
 
 @suite.case("concurrent_updates_single_winner")
 async def _concurrent_updates_single_winner(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        start = await api.get(run_id)
+        start = await _get(api, run_id)
         names = _updatable(api)[:1]
 
         def changes(index: int) -> dict[str, object]:
@@ -546,7 +565,7 @@ async def _concurrent_updates_single_winner(api: RunStore) -> None:
         expected = Run(run_id, start.version + 1, {**start.fields, **changes(winner.index)})
         _check_same(
             expected,
-            await api.get(run_id),
+            await _get(api, run_id),
             f"after {CONTENDERS} updates raced at version {start.version} and call "
             f"{winner.index} won, get",
         )
@@ -556,7 +575,7 @@ async def _concurrent_updates_single_winner(api: RunStore) -> None:
 async def _invalid_change_rejected(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        before = await api.get(run_id)
+        before = await _get(api, run_id)
         declared = _declared(api)
         valid = (_updatable(api) or ["status"])[0]
         attempts: list[dict[str, object]] = [
@@ -571,7 +590,9 @@ async def _invalid_change_rejected(api: RunStore) -> None:
                 f"update({run_id!r}, {changes!r}) of a store declaring {sorted(declared)!r}",
                 api.update(run_id, changes, expected_version=before.version),
             )
-            _check_same(before, await api.get(run_id), f"after the refused update {changes!r}, get")
+            _check_same(
+                before, await _get(api, run_id), f"after the refused update {changes!r}, get"
+            )
         for name in FIELDS:
             if name == "params" or name in declared:
                 continue
@@ -585,9 +606,9 @@ async def _invalid_change_rejected(api: RunStore) -> None:
                     raise AssertionError(
                         f"expected {what} to raise {_REFUSED} or to keep it, but it raised {exc!r}"
                     ) from exc
-                _check_same(before, await api.get(run_id), f"after the refused {what}, get")
+                _check_same(before, await _get(api, run_id), f"after the refused {what}, get")
                 continue
-            after = await api.get(run_id)
+            after = await _get(api, run_id)
             if after.fields.get(name, _ABSENT) != changes[name]:
                 shown = (
                     f"{name} {after.fields[name]!r}"
@@ -648,13 +669,23 @@ async def _claim_lease_expires(store: RunStore) -> None:
         run_id = await api.create({"input": "a"})
         expiry = _START + _LEASE
         await api.claim_step(run_id, "extract", now=_START, lease=_LEASE)
-        for now in (_START, expiry - _BEFORE):
-            await _expect(
-                _CLAIMED,
-                f"claim_step({run_id!r}, 'extract', now={now!r}, lease={_LEASE!r}) while the "
-                f"claim made at now={_START!r} for {_LEASE!r} s holds",
-                api.claim_step(run_id, "extract", now=now, lease=_LEASE),
+        again = f"claim_step({run_id!r}, 'extract', now={_START!r}, lease={_LEASE!r})"
+        try:  # refused at the same instant: a claim, whatever its lease, is exclusive
+            result: object = await api.claim_step(run_id, "extract", now=_START, lease=_LEASE)  # type: ignore[func-returns-value]
+        except Exception as exc:
+            if not _CLAIMED.matches(exc):
+                raise
+        else:
+            raise AssertionError(
+                f"blocked: {again} at the instant of the first claim returned {result!r} "
+                f"instead of raising {_CLAIMED}; claim_single_owner owns that"
             )
+        await _expect(
+            _CLAIMED,
+            f"claim_step({run_id!r}, 'extract', now={expiry - _BEFORE!r}, lease={_LEASE!r}) "
+            f"while the claim made at now={_START!r} for {_LEASE!r} s holds",
+            api.claim_step(run_id, "extract", now=expiry - _BEFORE, lease=_LEASE),
+        )
         after = expiry + _BEFORE
         outcomes = await race(
             CONTENDERS,
@@ -683,33 +714,42 @@ async def _list_runs(api: RunStore) -> None:
     with _SEE:
         before = {run.run_id for run in await api.list()}
         created = [await api.create({"input": name}) for name in ("a", "b", "c")]
-        current = await api.get(created[1])
+        current = await _get(api, created[1])
         changes = {name: _change(name, 1) for name in _updatable(api)[:1]}
         await api.update(created[1], changes, expected_version=current.version)
-        runs = list(await api.list())
-        ids = [run.run_id for run in runs]
+        result: object = await api.list()
+        if not isinstance(result, Sequence) or isinstance(result, str):
+            raise AssertionError(
+                f"expected list() to return a sequence of Run, got {short_repr(result)}"
+            )
+        runs: list[object] = list(result)
+        strays = [run for run in runs if not isinstance(run, Run)]
+        if strays:
+            raise AssertionError(f"expected list() to give Run objects, got {short_repr(strays)}")
+        listed = cast("list[Run]", runs)
+        ids = [run.run_id for run in listed]
         repeated = sorted({run_id for run_id in ids if ids.count(run_id) > 1})
         if repeated:
             raise AssertionError(
                 f"expected list() to show each run once, but it repeats {repeated!r}"
             )
-        listed = set(ids) - before
-        if listed != set(created):
+        new = set(ids) - before
+        if new != set(created):
             raise AssertionError(
                 f"expected list() to show the runs created, {created!r}, but it "
-                f"shows {sorted(listed)!r} of the new ones"
+                f"shows {sorted(new)!r} of the new ones"
             )
-        shown = {run.run_id: await api.get(run.run_id) for run in runs if run.run_id in created}
-        for run in runs:
+        shown = {run.run_id: await _get(api, run.run_id) for run in listed if run.run_id in created}
+        for run in listed:
             if run.run_id in shown:
                 _check_applied(shown[run.run_id], run, f"list() against get({run.run_id!r})")
-        for run in runs:  # each snapshot is the caller's own
+        for run in listed:  # each snapshot is the caller's own
             for value in run.fields.values():
                 _change_in_place(value)
         for run_id, expected in shown.items():
             _check_applied(
                 expected,
-                await api.get(run_id),
+                await _get(api, run_id),
                 f"after the caller changed the objects list() gave, get({run_id!r})",
             )
 
@@ -781,17 +821,17 @@ async def _reach(api: RunStore, name: str) -> str:
     """
     run_id = await api.create({"input": "a"})
     if name == "params":
-        got = _field(await api.get(run_id), name)
+        got = _field(await _get(api, run_id), name)
         if got != {"input": "a"}:
             raise AssertionError(
                 f"blocked: create({{'input': 'a'}}) reads back with params {got!r}; "
                 f"create_then_get owns that"
             )
         return run_id
-    current = await api.get(run_id)
+    current = await _get(api, run_id)
     plain = _change(name, 0)
     await api.update(run_id, {name: copy.deepcopy(plain)}, expected_version=current.version)
-    got = _field(await api.get(run_id), name)
+    got = _field(await _get(api, run_id), name)
     if got != plain:
         raise AssertionError(
             f"blocked: update({run_id!r}, {{{name!r}: {plain!r}}}) reads back with {name} "
@@ -808,7 +848,7 @@ async def _refused_or_kept(api: RunStore, name: str) -> None:
     run_id = await api.create({"input": "a"})
     for value in (*_SAMPLES[name], *_FOREIGN):
         written = copy.deepcopy(value)
-        before = await api.get(run_id)
+        before = await _get(api, run_id)
         call = (
             f"create({value!r})"
             if name == "params"
@@ -821,9 +861,9 @@ async def _refused_or_kept(api: RunStore, name: str) -> None:
                 await api.update(run_id, {name: written}, expected_version=before.version)
         except (TypeError, ValueError):
             if name != "params":
-                _check_same(before, await api.get(run_id), f"after refusing {call}, get")
+                _check_same(before, await _get(api, run_id), f"after refusing {call}, get")
             continue
-        after = await api.get(run_id)
+        after = await _get(api, run_id)
         if name not in after.fields:
             if name == "params":
                 continue  # params it does not show are params it does not keep
@@ -839,7 +879,7 @@ async def _refused_or_kept(api: RunStore, name: str) -> None:
             )
         _change_in_place(written)
         _change_in_place(got)
-        again = _field(await api.get(run_id), name)
+        again = _field(await _get(api, run_id), name)
         if not strictly_equal(value, again):
             raise AssertionError(
                 f"expected {name!r} to stay {value!r} when the caller changed its own objects, "
@@ -861,12 +901,12 @@ async def _fidelity(api: RunStore, name: str) -> None:
             if name == "params":
                 run_id = await api.create(cast("Mapping[str, object]", value))
             else:
-                current = await api.get(run_id)
+                current = await _get(api, run_id)
                 await api.update(run_id, {name: value}, expected_version=current.version)
             return run_id
 
         async def read(run_id: str) -> object:
-            return _field(await api.get(run_id), name)
+            return _field(await _get(api, run_id), name)
 
         write.__qualname__ = "create" if name == "params" else "update"
         read.__qualname__ = "get"
@@ -884,13 +924,13 @@ async def _fidelity(api: RunStore, name: str) -> None:
                     f"{again!r}; a store copies what it is given and what it gives"
                 )
         for foreign in _FOREIGN:
-            before = None if name == "params" else await api.get(run_id)
+            before = None if name == "params" else await _get(api, run_id)
             try:
                 await write(copy.deepcopy(foreign))
             except (TypeError, ValueError):
                 if before is not None:
                     _check_same(
-                        before, await api.get(run_id), f"after refusing {name}={foreign!r}, get"
+                        before, await _get(api, run_id), f"after refusing {name}={foreign!r}, get"
                     )
                 continue
             got = await read(run_id)
