@@ -866,11 +866,32 @@ class ClaimSaysFalse(Wrapper):
             return False  # type: ignore[return-value]
 
 
+class DeclarationRaises(Wrapper):
+    """Its persisted_fields property raises: the declaration cannot be read."""
+
+    @property
+    def persisted_fields(self) -> frozenset[str]:
+        raise RuntimeError("the schema is not loaded yet")
+
+
 # A store that breaks one rule other cases rely on: the owner fails with its own
 # reason, and each other case it fails is blocked, naming the owner.
 OWNED: dict[str, tuple[Callable[[RunStore], RunStore], str, frozenset[str]]] = {
     "gets_a_dict": (
         GetsADict,
+        "create_then_get",
+        frozenset(FIDELITY)
+        | {
+            "create_then_get",
+            "update_bumps_version",
+            "stale_update_rejected",
+            "concurrent_updates_single_winner",
+            "invalid_change_rejected",
+            "list_runs",
+        },
+    ),
+    "declaration_raises": (
+        DeclarationRaises,
         "create_then_get",
         frozenset(FIDELITY)
         | {

@@ -302,10 +302,11 @@ _NO_SUCH_RUN: Final = "no-such-run"
 _ABSENT: Final = object()
 
 
-def _declaration(api: RunStore) -> object:
+def _declaration(api: RunStore, *, owner: bool = False) -> object:
     """
     The store's ``persisted_fields`` as it is, ``frozenset()`` when it has none:
-    looked up without running the store's own ``__getattr__``.
+    looked up without running the store's own ``__getattr__``. Reading it may
+    raise: that fails create_then_get (``owner``) and blocks the other cases.
     """
     if inspect.getattr_static(api, "persisted_fields", _ABSENT) is _ABSENT:
         return frozenset()
@@ -313,8 +314,9 @@ def _declaration(api: RunStore) -> object:
         # Not a member of RunStore, for mypy; a property of the store's may run here.
         return cast("object", getattr(api, "persisted_fields"))  # noqa: B009
     except Exception as exc:
+        what = f"reading the persisted_fields of {type(api).__qualname__} raised {exc!r}"
         raise AssertionError(
-            f"reading the persisted_fields of {type(api).__qualname__} raised {exc!r}"
+            what if owner else f"blocked: {what}; create_then_get owns that"
         ) from exc
 
 
@@ -401,7 +403,7 @@ async def _get(api: RunStore, run_id: str) -> Run:
 @suite.case("create_then_get")
 async def _create_then_get(api: RunStore) -> None:
     with _SEE:
-        declaration = _declaration(api)
+        declaration = _declaration(api, owner=True)
         if (
             isinstance(declaration, str | bytes)
             or not isinstance(declaration, Collection)
