@@ -368,8 +368,7 @@ def _samples(api: MappingAPI) -> MappingSamples:
 
 def _length(api: MappingAPI) -> int:
     """``len(api)``; a mapping without ``__len__`` blocks the case."""
-    if _lacks(api, ("__len__",)):
-        raise _lacking(api, "__len__")
+    _require(api, "__len__")
     return len(api)
 
 
