@@ -278,15 +278,67 @@ async def _raises(
     raise AssertionError(f"expected {call} to raise {expected}, it returned {outcome!r}")
 
 
-async def _setup(api: WorkspaceAPI, paths: Iterable[str], owner: str) -> None:
+# What the cases write before they check anything. read_your_writes writes each top-level
+# path here, and nested_write_creates_parents each nested one, so that the case a blocked
+# case names as the owner of a refused write fails on that same write.
+_MISSING_SETUP: Final = ("/dir/file.txt",)
+_PRECISION_PATHS: Final = (
+    "/a/x.txt",
+    "/a/x.txt.bak",
+    "/a/sub/y.txt",
+    "/ab/z.txt",
+    "/a.txt",
+    "/a-b/w.txt",
+)
+_LISTED_NAMES: Final = ("zulu", "9", "Alpha", "mid", "été", "10", "_x", "beta", "a b")
+_SORTED_PATHS: Final = tuple(
+    "/mid/inner.txt" if name == "mid" else f"/{name}" for name in _LISTED_NAMES
+)
+_NAMES_PATHS: Final = tuple(f"/names/{name}" for name in _LISTED_NAMES)
+_CONFLICT_SETUP: Final = ("/d/f.txt",)
+_REFILL: Final = ("/a/q/r.txt",)
+_NOT_EMPTY_SETUP: Final = ("/docs/a.txt", "/docs/sub/b.txt")
+_ROOT_SETUP: Final = ("/a.txt", "/d/e/f.txt")
+_INVALID_SETUP: Final = ("/a/kept.txt",)
+_SETUP_PATHS: Final = (
+    *_MISSING_SETUP,
+    *_PRECISION_PATHS,
+    *_SORTED_PATHS,
+    *_NAMES_PATHS,
+    *_CONFLICT_SETUP,
+    *_REFILL,
+    *_NOT_EMPTY_SETUP,
+    *_ROOT_SETUP,
+    *_INVALID_SETUP,
+)
+_TOP_LEVEL_SETUP: Final = tuple(dict.fromkeys(p for p in _SETUP_PATHS if p.count("/") == 1))
+_NESTED_SETUP: Final = tuple(dict.fromkeys(p for p in _SETUP_PATHS if p.count("/") > 1))
+_FIRST_WRITE: Final = ("/notes.txt", b"first note")  # read_your_writes' first
+
+
+async def _setup(api: WorkspaceAPI, paths: Iterable[str]) -> None:
     """Write each path (its own name as bytes); a write that fails blocks the case."""
     for path in paths:
         try:
             await api.write(path, path.encode())
         except Exception as exc:
-            raise AssertionError(
-                f"blocked: writing {path!r} raised {exc!r}; {owner} owns that"
-            ) from exc
+            owner = await _owner_of_refused_write(api, path)
+            raise AssertionError(f"blocked: writing {path!r} raised {exc!r}; {owner}") from exc
+
+
+async def _owner_of_refused_write(api: WorkspaceAPI, path: str) -> str:
+    """
+    Who owns a refused setup write, as the end of a blocked reason: read_your_writes for a
+    top-level path, or when a plain top-level write fails too; else nested_write_creates_parents.
+    """
+    if path.count("/") == 1:
+        return "read_your_writes owns that"
+    probe, data = _FIRST_WRITE
+    try:
+        await api.write(probe, data)
+    except Exception as exc:
+        return f"read_your_writes owns that: write({probe!r}, ...) raised {exc!r} too"
+    return "nested_write_creates_parents owns that"
 
 
 async def _expect_read(api: WorkspaceAPI, path: str, expected: bytes, when: str) -> None:
@@ -319,10 +371,11 @@ async def _read_your_writes(api: WorkspaceAPI) -> None:
     with _SEE:
         written: dict[str, bytes] = {}
         for path, data in (
-            ("/notes.txt", b"first note"),
+            _FIRST_WRITE,
             ("/binary.bin", bytes(range(256))),
             ("/empty", b""),
             ("/large.bin", _LARGE),
+            *((path, path.encode()) for path in _TOP_LEVEL_SETUP),  # each name the cases use
         ):
             await api.write(path, data)
             await _expect_read(api, path, data, "right after writing it")
@@ -335,7 +388,7 @@ async def _read_your_writes(api: WorkspaceAPI) -> None:
 @suite.case("missing_reads_none")
 async def _missing_reads_none(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, ["/dir/file.txt"], "nested_write_creates_parents")
+        await _setup(api, _MISSING_SETUP)
         for path in (
             "/never-written",
             "/no/such/deep/path",
@@ -414,28 +467,30 @@ async def _nested_write_creates_parents(api: WorkspaceAPI) -> None:
         await api.write("/a/b/e.txt", b"sibling")
         await _expect_names(api, "/a/b", ["c", "e.txt"], "after writing '/a/b/e.txt' too")
         await _expect_read(api, "/a/b/c/d.txt", b"deep", "after writing '/a/b/e.txt' too")
-
-
-_PRECISION_PATHS: Final = ("/a/x.txt", "/a/sub/y.txt", "/ab/z.txt", "/a.txt", "/a-b/w.txt")
+        for path in _NESTED_SETUP:  # what the other cases write beneath new directories
+            await api.write(path, path.encode())
+            await _expect_read(api, path, path.encode(), "right after writing it")
 
 
 @suite.case("listing_names_direct_children")
 async def _listing_names_direct_children(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, _PRECISION_PATHS, "nested_write_creates_parents")
+        await _setup(api, _PRECISION_PATHS)
         when = f"after writing {', '.join(_PRECISION_PATHS)}"
         await _expect_names(api, "/", ["a", "a-b", "a.txt", "ab"], when)
-        await _expect_names(api, "/a", ["sub", "x.txt"], when)
+        await _expect_names(api, "/a", ["sub", "x.txt", "x.txt.bak"], when)
         await _expect_names(api, "/a/sub", ["y.txt"], when)
         await _expect_names(api, "/ab", ["z.txt"], when)
+        await _setup(api, _NAMES_PATHS)  # the names listing_is_sorted lists: given back as written
+        when = f"after writing a file under '/names' for each of {list(_LISTED_NAMES)!r}"
+        await _expect_names(api, "/names", list(_LISTED_NAMES), when)
 
 
 @suite.case("listing_is_sorted")
 async def _listing_is_sorted(api: WorkspaceAPI) -> None:
     with _SEE:
-        names = ["zulu", "9", "Alpha", "mid", "été", "10", "_x", "beta", "a b"]
-        paths = ["/mid/inner.txt" if name == "mid" else f"/{name}" for name in names]
-        await _setup(api, paths, "nested_write_creates_parents")
+        names = list(_LISTED_NAMES)
+        await _setup(api, _SORTED_PATHS)
         when = f"after writing {names!r} in that order"
         try:
             got = await _expect_names(api, "/", names, when)
@@ -453,7 +508,7 @@ async def _listing_is_sorted(api: WorkspaceAPI) -> None:
 @suite.case("file_directory_conflicts_raise")
 async def _file_directory_conflicts_raise(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, ["/d/f.txt"], "nested_write_creates_parents")
+        await _setup(api, _CONFLICT_SETUP)
         await _raises(
             _IS_A_DIRECTORY, "write('/d', ...) over a directory", partial(api.write, "/d", b"x")
         )
@@ -489,30 +544,39 @@ async def _missing_list_and_remove_raise(api: WorkspaceAPI) -> None:
 @suite.case("remove_is_precise")
 async def _remove_is_precise(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, _PRECISION_PATHS, "nested_write_creates_parents")
+        await _setup(api, _PRECISION_PATHS)
         await api.remove("/a/x.txt")
         await _expect_exists(api, "/a/x.txt", False, "after removing it")
-        await _expect_read(api, "/a/sub/y.txt", b"/a/sub/y.txt", "after removing '/a/x.txt'")
+        when = "after removing '/a/x.txt'"
+        await _expect_read(api, "/a/x.txt.bak", b"/a/x.txt.bak", when)
+        await _expect_read(api, "/a/sub/y.txt", b"/a/sub/y.txt", when)
         await api.remove("/a/sub/y.txt")
-        await _expect_names(api, "/a/sub", [], "after removing its only file (directories persist)")
+        # Its parent must still list it: a store that lists any missing path as [] would list
+        # a vanished '/a/sub' as [] too. (Whether exists() sees directories is nested_write's.)
+        when = "after removing '/a/sub/y.txt', the only file in '/a/sub' (directories persist)"
+        listed = await api.list("/a")
+        if not isinstance(listed, list) or "sub" not in listed:
+            raise AssertionError(f"expected list('/a') {when} to give 'sub', got {listed!r}")
+        await _expect_names(api, "/a/sub", [], when)
         await api.remove("/a/sub")
         await _expect_exists(api, "/a/sub", False, "after removing the empty directory")
-        await api.remove("/a.txt", recursive=True)
-        await _expect_exists(api, "/a.txt", False, "after removing it with recursive=True")
-        await _setup(api, ["/a/q/r.txt"], "nested_write_creates_parents")
+        await _setup(api, _REFILL)
         await api.remove("/a", recursive=True)
         when = "after remove('/a', recursive=True)"
         await _expect_exists(api, "/a", False, when)
         await _expect_exists(api, "/a/q/r.txt", False, when)
-        await _expect_read(api, "/ab/z.txt", b"/ab/z.txt", when)
-        await _expect_read(api, "/a-b/w.txt", b"/a-b/w.txt", when)
-        await _expect_names(api, "/", ["a-b", "ab"], when)
+        for kept in ("/ab/z.txt", "/a-b/w.txt", "/a.txt"):
+            await _expect_read(api, kept, kept.encode(), when)
+        await _expect_names(api, "/", ["a-b", "a.txt", "ab"], when)
+        await api.remove("/a.txt", recursive=True)
+        await _expect_exists(api, "/a.txt", False, "after removing it with recursive=True")
+        await _expect_names(api, "/", ["a-b", "ab"], "after removing '/a.txt' too")
 
 
 @suite.case("remove_non_empty_needs_recursive")
 async def _remove_non_empty_needs_recursive(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, ["/docs/a.txt", "/docs/sub/b.txt"], "nested_write_creates_parents")
+        await _setup(api, _NOT_EMPTY_SETUP)
         error = await _raises(
             _NOT_EMPTY, "remove('/docs') of a non-empty directory", partial(api.remove, "/docs")
         )
@@ -531,7 +595,7 @@ async def _remove_non_empty_needs_recursive(api: WorkspaceAPI) -> None:
 @suite.case("remove_root_keeps_root")
 async def _remove_root_keeps_root(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, ["/a.txt", "/d/e/f.txt"], "nested_write_creates_parents")
+        await _setup(api, _ROOT_SETUP)
         await api.remove("/", recursive=True)
         when = "after remove('/', recursive=True)"
         await _expect_exists(api, "/", True, when)
@@ -547,13 +611,14 @@ async def _remove_root_keeps_root(api: WorkspaceAPI) -> None:
 @suite.case("invalid_paths_rejected")
 async def _invalid_paths_rejected(api: WorkspaceAPI) -> None:
     with _SEE:
-        await _setup(api, ["/a/kept.txt"], "nested_write_creates_parents")
+        await _setup(api, _INVALID_SETUP)
         for path in _INVALID_PATHS:
             for call, operation in (
                 (f"write({path!r}, ...)", partial(api.write, path, b"escaped")),
                 (f"read({path!r})", partial(api.read, path)),
                 (f"exists({path!r})", partial(api.exists, path)),
                 (f"list({path!r})", partial(api.list, path)),
+                (f"remove({path!r})", partial(api.remove, path)),
                 (f"remove({path!r}, recursive=True)", partial(api.remove, path, recursive=True)),
             ):
                 await _raises(_INVALID, call, operation)
