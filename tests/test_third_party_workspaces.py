@@ -17,6 +17,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,307 @@ class TestVerdicts:
             if "AssertionError: blocked:" in (result.reason or ""):
                 assert "read_your_writes owns that" in (result.reason or ""), result.reason
         assert "RuntimeError: no running event loop" in (report["read_your_writes"].reason or "")
+
+
+# --------------------------------------------------------------------------- zarr, directly
+
+
+def buffer(data: Any) -> Any:
+    return cpu.Buffer.from_bytes(data)
+
+
+async def keys_under(listing: Any) -> list[str]:
+    """The names an async iterator of zarr's gives, closed even when it is left early."""
+    async with contextlib.aclosing(listing) as names:
+        return [name async for name in names]
+
+
+@contextlib.contextmanager
+def zarr_store(kind: str, tmp_path: Path) -> Any:
+    """A fresh zarr store of each kind, its root two folders down ``tmp_path``."""
+    root = tmp_path / "outer" / "root"
+    root.mkdir(parents=True)
+    if kind == "memory":
+        yield zarr.storage.MemoryStore()
+    elif kind == "local":
+        yield zarr.storage.LocalStore(root)
+    else:
+        store = zarr.storage.ZipStore(root / "store.zip", mode="a")
+        yield store
+        store.close()
+
+
+ZARR_KINDS = ["memory", "local", pytest.param("zip", marks=ZIP_WARNINGS)]
+
+
+class TestZarr:
+    """zarr 3's stores, seen directly: what each failing case catches."""
+
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        """LocalStore needs asyncio; what the cases catch does not depend on the loop."""
+        return "asyncio"
+
+    async def test_memory_store_keeps_the_callers_buffer(self) -> None:
+        """bytes_cloned_on_write: Buffer.from_bytes wraps the bytearray, and the store keeps it."""
+        store = zarr.storage.MemoryStore()
+        data = bytearray(b"original")
+        await store.set("key", buffer(data))
+        data[:] = b"MUTATED!"
+        got = await store.get("key", default_buffer_prototype())
+        assert got is not None
+        assert got.to_bytes() == b"MUTATED!"
+
+    @pytest.mark.parametrize("kind", ZARR_KINDS)
+    async def test_a_missing_prefix_lists_empty(self, kind: str, tmp_path: Path) -> None:
+        """missing_list_and_remove_raise: list_dir of a prefix nothing has gives nothing."""
+        with zarr_store(kind, tmp_path) as store:
+            await store.set("file.txt", buffer(b"kept"))
+            assert await keys_under(store.list_dir("missing")) == []
+            await store.delete("missing")  # and deleting it raises nothing
+
+    @pytest.mark.parametrize("kind", ZARR_KINDS)
+    async def test_lists_in_its_own_order(self, kind: str, tmp_path: Path) -> None:
+        """listing_is_sorted: list_dir gives names in a set's or the file system's order."""
+        if kind == "local" and local_listing_is_sorted():
+            pytest.skip("this file system lists these names sorted")
+        with zarr_store(kind, tmp_path) as store:
+            for name in LISTED:
+                await store.set(name, buffer(b"x"))
+            listed = await keys_under(store.list_dir(""))
+            assert sorted(listed) == sorted(LISTED)
+            assert listed != sorted(LISTED)
+
+    @pytest.mark.parametrize("kind", ["memory", pytest.param("zip", marks=ZIP_WARNINGS)])
+    async def test_a_key_can_be_written_over_a_prefix(self, kind: str, tmp_path: Path) -> None:
+        """file_directory_conflicts_raise: 'd' is written while 'd/f.txt' is there."""
+        with zarr_store(kind, tmp_path) as store:
+            await store.set("d/f.txt", buffer(b"f"))
+            await store.set("d", buffer(b"x"))
+            assert await store.exists("d")
+            assert await keys_under(store.list_dir("d")) == ["f.txt"]
+
+    async def test_local_store_reads_a_directory_as_missing(self, tmp_path: Path) -> None:
+        """file_directory_conflicts_raise: get() of a directory gives None."""
+        store = zarr.storage.LocalStore(tmp_path)
+        await store.set("d/f.txt", buffer(b"f"))
+        assert await store.get("d", default_buffer_prototype()) is None
+
+    async def test_memory_store_forgets_an_emptied_prefix(self) -> None:
+        """remove_is_precise: once its only key is deleted, 'a/sub' is listed nowhere."""
+        store = zarr.storage.MemoryStore()
+        await store.set("a/sub/y.txt", buffer(b"y"))
+        await store.set("a/x.txt", buffer(b"x"))
+        await store.delete("a/sub/y.txt")
+        assert await keys_under(store.list_dir("a")) == ["x.txt"]
+
+    async def test_local_store_keeps_an_emptied_directory(self, tmp_path: Path) -> None:
+        """LocalStore passes remove_is_precise: the emptied folder is still listed."""
+        store = zarr.storage.LocalStore(tmp_path)
+        await store.set("a/sub/y.txt", buffer(b"y"))
+        await store.delete("a/sub/y.txt")
+        assert await keys_under(store.list_dir("a")) == ["sub"]
+
+    async def test_memory_store_deletes_a_prefix_with_keys_under_it_as_nothing(self) -> None:
+        """remove_non_empty_needs_recursive: delete('docs') raises nothing, removes nothing."""
+        store = zarr.storage.MemoryStore()
+        await store.set("docs/a.txt", buffer(b"a"))
+        await store.delete("docs")
+        assert await keys_under(store.list_prefix("")) == ["docs/a.txt"]
+
+    async def test_local_store_deletes_a_whole_directory(self, tmp_path: Path) -> None:
+        """remove_non_empty_needs_recursive: delete('docs') removes the tree, refusing nothing."""
+        store = zarr.storage.LocalStore(tmp_path)
+        await store.set("docs/a.txt", buffer(b"a"))
+        await store.set("docs/sub/b.txt", buffer(b"b"))
+        await store.delete("docs")
+        assert await keys_under(store.list_prefix("")) == []
+
+    @pytest.mark.parametrize("kind", ["memory", "local"])
+    async def test_an_emptied_store_has_no_root(self, kind: str, tmp_path: Path) -> None:
+        """remove_root_keeps_root: after delete_dir(''), no key or prefix is there, '' included."""
+        with zarr_store(kind, tmp_path) as store:
+            await store.set("a.txt", buffer(b"a"))
+            await store.delete_dir("")
+            assert not await store.exists("")
+            assert await store.is_empty("")
+
+    async def test_memory_store_takes_any_key(self) -> None:
+        """invalid_paths_rejected: '', '..', '//a' and 'a\\\\b' are keys like any other."""
+        store = zarr.storage.MemoryStore()
+        for key in ("", "..", "../escape.txt", "/a", "a//b", "a\\b"):
+            await store.set(key, buffer(b"x"))
+        assert len(await keys_under(store.list_prefix(""))) == 6
+
+    async def test_zip_store_refuses_an_empty_key_with_index_error(self, tmp_path: Path) -> None:
+        """invalid_paths_rejected: '' raises IndexError, not ValueError."""
+        store = zarr.storage.ZipStore(tmp_path / "store.zip", mode="a")
+        with pytest.raises(IndexError):
+            await store.set("", buffer(b"x"))
+        store.close()
+
+    async def test_zip_store_deletes_nothing(self, tmp_path: Path) -> None:
+        """Why ZipStore declares the removal cases unsupported."""
+        store = zarr.storage.ZipStore(tmp_path / "store.zip", mode="a")
+        await store.set("a.txt", buffer(b"a"))
+        with pytest.raises(NotImplementedError):
+            await store.delete("a.txt")
+        store.close()
+
+    async def test_local_store_writes_outside_its_root(self, tmp_path: Path) -> None:
+        """Why LocalStore declares invalid_paths_rejected: '..' and absolute keys leave the root."""
+        root = tmp_path / "outer" / "root"
+        root.mkdir(parents=True)
+        store = zarr.storage.LocalStore(root)
+        await store.set("../climbed.txt", buffer(b"x"))
+        await store.set(str(tmp_path / "absolute.txt"), buffer(b"x"))
+        assert (tmp_path / "outer" / "climbed.txt").read_bytes() == b"x"
+        assert (tmp_path / "absolute.txt").read_bytes() == b"x"
+
+
+class TestZarrUnderTrio:
+    """zarr's LocalStore on trio."""
+
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        """The point is the other loop."""
+        return "trio"
+
+    async def test_local_store_cannot_write(self, tmp_path: Path) -> None:
+        """Every case fails under trio: LocalStore's set() calls asyncio.to_thread."""
+        store = zarr.storage.LocalStore(tmp_path)
+        with pytest.raises(RuntimeError, match="no running event loop"):
+            await store.set("a.txt", buffer(b"a"))
+
+
+# --------------------------------------------------------------------------- obstore, directly
+
+
+@contextlib.contextmanager
+def obstore_store(kind: str, tmp_path: Path) -> Any:
+    root = tmp_path / "outer" / "root"
+    root.mkdir(parents=True)
+    yield ObstoreMemory() if kind == "memory" else ObstoreLocal(str(root))
+
+
+OBSTORE_KINDS = ["memory", "local"]
+
+
+class TestObstore:
+    """obstore's stores, seen directly (its blocking calls): what each failing case catches."""
+
+    def test_memory_store_keeps_the_callers_buffer(self) -> None:
+        """bytes_cloned_on_write: put() of a bytearray keeps that very buffer."""
+        store = ObstoreMemory()
+        data = bytearray(b"original")
+        obstore.put(store, "key", data)
+        data[:] = b"MUTATED!"
+        assert bytes(obstore.get(store, "key").bytes()) == b"MUTATED!"
+
+    @pytest.mark.parametrize("kind", OBSTORE_KINDS)
+    def test_reads_return_its_own_bytes_type(self, kind: str, tmp_path: Path) -> None:
+        """bytes_cloned_on_read: a read gives obstore.Bytes, which has no decode()."""
+        with obstore_store(kind, tmp_path) as store:
+            obstore.put(store, "key", b"data")
+            got = obstore.get(store, "key").bytes()
+            assert type(got) is obstore.Bytes
+            assert not isinstance(got, bytes)
+            assert not hasattr(got, "decode")
+
+    @pytest.mark.parametrize("kind", OBSTORE_KINDS)
+    def test_lists_prefixes_apart_from_objects(self, kind: str, tmp_path: Path) -> None:
+        """listing_is_sorted: directories and files come in two lists, so no one order."""
+        with obstore_store(kind, tmp_path) as store:
+            obstore.put(store, "mid/inner.txt", b"x")
+            obstore.put(store, "zulu", b"x")
+            listed = obstore.list_with_delimiter(store)
+            assert listed["common_prefixes"] == ["mid"]
+            assert [meta["path"] for meta in listed["objects"]] == ["zulu"]
+
+    @pytest.mark.parametrize("kind", OBSTORE_KINDS)
+    def test_a_missing_prefix_lists_empty(self, kind: str, tmp_path: Path) -> None:
+        """missing_list_and_remove_raise: listing a prefix nothing has gives nothing."""
+        with obstore_store(kind, tmp_path) as store:
+            listed = obstore.list_with_delimiter(store, "missing")
+            assert listed["common_prefixes"] == []
+            assert listed["objects"] == []
+
+    def test_memory_store_writes_over_a_prefix(self) -> None:
+        """file_directory_conflicts_raise: 'd' is written while 'd/f.txt' is there."""
+        store = ObstoreMemory()
+        obstore.put(store, "d/f.txt", b"f")
+        obstore.put(store, "d", b"x")
+        assert bytes(obstore.get(store, "d").bytes()) == b"x"
+
+    def test_local_store_refuses_a_write_over_a_directory_with_its_own_error(
+        self, tmp_path: Path
+    ) -> None:
+        """file_directory_conflicts_raise: GenericError, not IsADirectoryError."""
+        store = ObstoreLocal(str(tmp_path))
+        obstore.put(store, "d/f.txt", b"f")
+        with pytest.raises(obstore.exceptions.GenericError, match="Is a directory"):
+            obstore.put(store, "d", b"x")
+
+    def test_local_store_reads_beneath_a_file_with_its_own_error(self, tmp_path: Path) -> None:
+        """missing_reads_none: beneath a file, get() raises GenericError, not FileNotFoundError."""
+        store = ObstoreLocal(str(tmp_path))
+        obstore.put(store, "f.txt", b"f")
+        with pytest.raises(obstore.exceptions.GenericError, match="Not a directory"):
+            obstore.get(store, "f.txt/beneath")
+
+    def test_memory_store_forgets_an_emptied_prefix(self) -> None:
+        """remove_is_precise: once its only object is deleted, 'a/sub' is listed nowhere."""
+        store = ObstoreMemory()
+        obstore.put(store, "a/sub/y.txt", b"y")
+        obstore.put(store, "a/x.txt", b"x")
+        obstore.delete(store, "a/sub/y.txt")
+        assert obstore.list_with_delimiter(store, "a")["common_prefixes"] == []
+
+    def test_local_store_cannot_delete_an_empty_directory(self, tmp_path: Path) -> None:
+        """remove_is_precise: the emptied folder stays, and deleting it raises GenericError."""
+        store = ObstoreLocal(str(tmp_path))
+        obstore.put(store, "a/sub/y.txt", b"y")
+        obstore.delete(store, "a/sub/y.txt")
+        with pytest.raises(obstore.exceptions.GenericError, match="Is a directory"):
+            obstore.delete(store, "a/sub")
+
+    def test_memory_store_deletes_a_prefix_with_objects_under_it_as_nothing(self) -> None:
+        """remove_non_empty_needs_recursive: delete('docs') raises nothing, removes nothing."""
+        store = ObstoreMemory()
+        obstore.put(store, "docs/a.txt", b"a")
+        obstore.delete(store, "docs")
+        assert [meta["path"] for batch in obstore.list(store) for meta in batch] == ["docs/a.txt"]
+
+    def test_local_store_refuses_a_non_empty_directory_with_its_own_error(
+        self, tmp_path: Path
+    ) -> None:
+        """remove_non_empty_needs_recursive: GenericError, not OSError(ENOTEMPTY)."""
+        store = ObstoreLocal(str(tmp_path))
+        obstore.put(store, "docs/a.txt", b"a")
+        with pytest.raises(obstore.exceptions.GenericError, match="Is a directory"):
+            obstore.delete(store, "docs")
+
+    def test_memory_store_has_no_root_once_emptied(self) -> None:
+        """remove_root_keeps_root: nothing is at '' (head fails) and nothing lists under it."""
+        store = ObstoreMemory()
+        obstore.put(store, "a.txt", b"a")
+        obstore.delete(store, "a.txt")
+        with pytest.raises(FileNotFoundError):
+            obstore.head(store, "")
+        assert obstore.list_with_delimiter(store)["objects"] == []
+
+    def test_local_store_refuses_the_empty_path(self, tmp_path: Path) -> None:
+        """remove_root_keeps_root, invalid_paths_rejected: '' raises GenericError, no ValueError."""
+        store = ObstoreLocal(str(tmp_path))
+        for call in (partial(obstore.delete, store, ""), partial(obstore.put, store, "", b"x")):
+            with pytest.raises(obstore.exceptions.GenericError) as caught:
+                call()
+            assert not isinstance(caught.value, ValueError)
+
+    def test_memory_store_takes_an_empty_path_and_strips_slashes(self) -> None:
+        """invalid_paths_rejected: '' is an object's path, and '/a' or 'a/' mean 'a'."""
+        store = ObstoreMemory()
+        obstore.put(store, "", b"empty")
+        obstore.put(store, "/a", b"slash")
+        assert bytes(obstore.get(store, "a").bytes()) == b"slash"
+        assert bytes(obstore.get(store, "a/").bytes()) == b"slash"
