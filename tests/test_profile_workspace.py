@@ -564,6 +564,53 @@ class NormalisesOnPlainRemove(Delegating):
         await self.inner.remove(path, recursive=recursive)
 
 
+class ListsATuple(Delegating):
+    """Gives each listing as a tuple, not a list."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return cast("builtins.list[str]", tuple(await self.inner.list(path)))
+
+
+class RootRefusalHalfDone(Delegating):
+    """Refuses remove('/') of a non-empty root only after removing every file in the tree."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        if path == "/" and not recursive:
+            await self.remove_files("/")
+        await self.inner.remove(path, recursive=recursive)
+
+    async def remove_files(self, directory: str) -> None:
+        for name in await self.inner.list(directory):
+            child = posixpath.join(directory, name)
+            if await self.is_file(child):
+                await self.inner.remove(child)
+            else:
+                await self.remove_files(child)
+
+
+class ChecksOnlyTheDirectParent(Delegating):
+    """
+    Refuses a write beneath a file only when its direct parent is the file: deeper beneath
+    one, the write is taken and lost, as in a flat store that checks one level up.
+    """
+
+    async def write(self, path: str, data: Buffer) -> None:
+        ancestor = posixpath.dirname(posixpath.dirname(path))
+        while ancestor != "/":
+            if await self.is_file(ancestor):
+                return
+            ancestor = posixpath.dirname(ancestor)
+        await self.inner.write(path, data)
+
+
+class SortsByUtf16(Delegating):
+    """Sorts listings by UTF-16 code units, as Java or JavaScript would: U+1F600 before U+FF5E."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = await self.inner.list(path)
+        return sorted(names, key=lambda name: name.encode("utf-16-be", "surrogatepass"))
+
+
 class RefusesPath(Delegating):
     """Refuses a write of one path, and of nothing else."""
 
@@ -621,6 +668,10 @@ DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (DeletesRoot, frozenset({"remove_root_keeps_root"})),
     (NormalisesPaths, frozenset({"invalid_paths_rejected"})),
     (NormalisesOnPlainRemove, frozenset({"invalid_paths_rejected"})),
+    (ListsATuple, frozenset({"listing_names_direct_children"})),
+    (RootRefusalHalfDone, frozenset({"remove_non_empty_needs_recursive"})),
+    (ChecksOnlyTheDirectParent, frozenset({"file_directory_conflicts_raise"})),
+    (SortsByUtf16, frozenset({"listing_is_sorted"})),
 ]
 
 

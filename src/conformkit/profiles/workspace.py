@@ -290,7 +290,21 @@ _PRECISION_PATHS: Final = (
     "/a.txt",
     "/a-b/w.txt",
 )
-_LISTED_NAMES: Final = ("zulu", "9", "Alpha", "mid", "été", "10", "_x", "beta", "a b")
+# U+FF5E (a fullwidth tilde) sorts before U+1F600 (an emoji) by code point, and after it by
+# UTF-16 code unit, as Java and JavaScript compare strings.
+_LISTED_NAMES: Final = (
+    "zulu",
+    "9",
+    "\U0001f600",
+    "Alpha",
+    "mid",
+    "été",
+    "10",
+    "\uff5e",
+    "_x",
+    "beta",
+    "a b",
+)
 _SORTED_PATHS: Final = tuple(
     "/mid/inner.txt" if name == "mid" else f"/{name}" for name in _LISTED_NAMES
 )
@@ -350,14 +364,18 @@ async def _expect_read(api: WorkspaceAPI, path: str, expected: bytes, when: str)
 
 
 async def _expect_names(api: WorkspaceAPI, path: str, expected: list[str], when: str) -> list[str]:
-    """The names ``list(path)`` gives, which must be ``expected`` in some order."""
+    """
+    The names ``list(path)`` gives, which must be ``expected`` in some order. Whether they
+    come in a ``list`` is listing_names_direct_children's to check, and only its.
+    """
     got = await api.list(path)
-    if not isinstance(got, list) or sorted(got) != sorted(expected):
+    names = list(got) if isinstance(got, Iterable) and not isinstance(got, str) else None
+    if names is None or sorted(names) != sorted(expected):
         raise AssertionError(
             f"expected list({path!r}) {when} to give the names {sorted(expected)!r}, in any "
             f"order; got {got!r}"
         )
-    return got
+    return names
 
 
 async def _expect_exists(api: WorkspaceAPI, path: str, expected: bool, when: str) -> None:
@@ -478,6 +496,9 @@ async def _listing_names_direct_children(api: WorkspaceAPI) -> None:
         await _setup(api, _PRECISION_PATHS)
         when = f"after writing {', '.join(_PRECISION_PATHS)}"
         await _expect_names(api, "/", ["a", "a-b", "a.txt", "ab"], when)
+        got = await api.list("/")
+        if not isinstance(got, list):
+            raise AssertionError(f"expected list('/') to return a list, got a {type(got).__name__}")
         await _expect_names(api, "/a", ["sub", "x.txt", "x.txt.bak"], when)
         await _expect_names(api, "/a/sub", ["y.txt"], when)
         await _expect_names(api, "/ab", ["z.txt"], when)
@@ -515,11 +536,12 @@ async def _file_directory_conflicts_raise(api: WorkspaceAPI) -> None:
         await _raises(_IS_A_DIRECTORY, "write('/', ...)", partial(api.write, "/", b"x"))
         await _raises(_IS_A_DIRECTORY, "read('/d') of a directory", partial(api.read, "/d"))
         await _raises(_IS_A_DIRECTORY, "read('/')", partial(api.read, "/"))
-        await _raises(
-            _NOT_A_DIRECTORY,
-            "write('/d/f.txt/g', ...) beneath a file",
-            partial(api.write, "/d/f.txt/g", b"x"),
-        )
+        for beneath in ("/d/f.txt/g", "/d/f.txt/g/h"):  # a parent, or a grandparent, is a file
+            await _raises(
+                _NOT_A_DIRECTORY,
+                f"write({beneath!r}, ...) beneath a file",
+                partial(api.write, beneath, b"x"),
+            )
         await _raises(_NOT_A_DIRECTORY, "list('/d/f.txt') of a file", partial(api.list, "/d/f.txt"))
         when = "after the refused operations"
         await _expect_names(api, "/d", ["f.txt"], when)
@@ -555,7 +577,7 @@ async def _remove_is_precise(api: WorkspaceAPI) -> None:
         # a vanished '/a/sub' as [] too. (Whether exists() sees directories is nested_write's.)
         when = "after removing '/a/sub/y.txt', the only file in '/a/sub' (directories persist)"
         listed = await api.list("/a")
-        if not isinstance(listed, list) or "sub" not in listed:
+        if not isinstance(listed, Iterable) or "sub" not in list(listed):
             raise AssertionError(f"expected list('/a') {when} to give 'sub', got {listed!r}")
         await _expect_names(api, "/a/sub", [], when)
         await api.remove("/a/sub")
@@ -587,7 +609,10 @@ async def _remove_non_empty_needs_recursive(api: WorkspaceAPI) -> None:
         await _expect_read(api, "/docs/sub/b.txt", b"/docs/sub/b.txt", when)
         await _expect_names(api, "/docs", ["a.txt", "sub"], when)
         await _raises(_NOT_EMPTY, "remove('/') of a non-empty root", partial(api.remove, "/"))
-        await _expect_names(api, "/", ["docs"], "after the refused remove('/')")
+        when = "after the refused remove('/')"
+        await _expect_names(api, "/", ["docs"], when)
+        for path in _NOT_EMPTY_SETUP:
+            await _expect_read(api, path, path.encode(), when)
         await api.remove("/docs", recursive=True)
         await _expect_exists(api, "/docs", False, "after remove('/docs', recursive=True)")
 
