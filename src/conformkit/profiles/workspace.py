@@ -282,6 +282,9 @@ async def _raises(
 # path here, and nested_write_creates_parents each nested one, so that the case a blocked
 # case names as the owner of a refused write fails on that same write.
 _MISSING_SETUP: Final = ("/dir/file.txt",)
+_OVERWRITTEN: Final = ("/overwritten.txt",)
+_READ_SETUP: Final = ("/data.bin",)
+_REFUSAL_SETUP: Final = ("/file.txt",)
 _PRECISION_PATHS: Final = (
     "/a/x.txt",
     "/a/x.txt.bak",
@@ -316,6 +319,9 @@ _ROOT_SETUP: Final = ("/a.txt", "/d/e/f.txt")
 _INVALID_SETUP: Final = ("/a/kept.txt",)
 _SETUP_PATHS: Final = (
     *_MISSING_SETUP,
+    *_OVERWRITTEN,
+    *_READ_SETUP,
+    *_REFUSAL_SETUP,
     *_PRECISION_PATHS,
     *_SORTED_PATHS,
     *_NAMES_PATHS,
@@ -379,8 +385,9 @@ async def _expect_names(api: WorkspaceAPI, path: str, expected: list[str], when:
 
 
 async def _expect_exists(api: WorkspaceAPI, path: str, expected: bool, when: str) -> None:
+    """Whether ``exists(path)`` is truthy as expected: that it is a bool is read_your_writes'."""
     got = await api.exists(path)
-    if got is not expected:
+    if bool(got) is not expected:
         raise AssertionError(f"expected exists({path!r}) {when} to be {expected}, got {got!r}")
 
 
@@ -401,6 +408,12 @@ async def _read_your_writes(api: WorkspaceAPI) -> None:
             written[path] = data
             for earlier, kept in written.items():
                 await _expect_read(api, earlier, kept, f"after writing {path!r}")
+        for path, expected in ((_FIRST_WRITE[0], True), ("/never-written", False)):
+            got = await api.exists(path)
+            if type(got) is not bool:
+                raise AssertionError(
+                    f"expected exists({path!r}) to return {expected}, a bool; got {got!r}"
+                )
 
 
 @suite.case("missing_reads_none")
@@ -427,12 +440,13 @@ async def _missing_reads_none(api: WorkspaceAPI) -> None:
 @suite.case("overwrite_replaces")
 async def _overwrite_replaces(api: WorkspaceAPI) -> None:
     with _SEE:
-        await api.write("/f.txt", b"a long first version")
-        await api.write("/f.txt", b"short")
-        await _expect_read(api, "/f.txt", b"short", "after overwriting a longer file")
-        await api.write("/f.txt", b"")
-        await _expect_read(api, "/f.txt", b"", "after overwriting with empty bytes")
-        await _expect_names(api, "/", ["f.txt"], "after three writes of one path")
+        await _setup(api, _OVERWRITTEN)  # its own name, longer than what replaces it
+        path = _OVERWRITTEN[0]
+        await api.write(path, b"short")
+        await _expect_read(api, path, b"short", "after overwriting a longer file")
+        await api.write(path, b"")
+        await _expect_read(api, path, b"", "after overwriting with empty bytes")
+        await _expect_names(api, "/", ["overwritten.txt"], "after three writes of one path")
 
 
 @suite.case("bytes_cloned_on_write")
@@ -455,17 +469,17 @@ async def _bytes_cloned_on_write(api: WorkspaceAPI) -> None:
 @suite.case("bytes_cloned_on_read")
 async def _bytes_cloned_on_read(api: WorkspaceAPI) -> None:
     with _SEE:
-        await api.write("/data.bin", b"original")
+        await _setup(api, _READ_SETUP)
         first = await api.read("/data.bin")
         if first is None:
-            raise AssertionError("expected read('/data.bin') to give b'original', got None")
+            raise AssertionError("expected read('/data.bin') to give b'/data.bin', got None")
         with memoryview(first) as view:
             if not view.readonly:
                 view[:1] = b"X"
         await _expect_read(
             api,
             "/data.bin",
-            b"original",
+            b"/data.bin",
             f"after changing the {type(first).__name__} a read returned",
         )
         if type(first) is not bytes:
@@ -551,7 +565,7 @@ async def _file_directory_conflicts_raise(api: WorkspaceAPI) -> None:
 @suite.case("missing_list_and_remove_raise")
 async def _missing_list_and_remove_raise(api: WorkspaceAPI) -> None:
     with _SEE:
-        await api.write("/file.txt", b"kept")
+        await _setup(api, _REFUSAL_SETUP)
         for path in ("/missing", "/missing/deeper", "/file.txt/beneath"):
             await _raises(_NOT_FOUND, f"list({path!r})", partial(api.list, path))
             await _raises(_NOT_FOUND, f"remove({path!r})", partial(api.remove, path))
@@ -560,7 +574,7 @@ async def _missing_list_and_remove_raise(api: WorkspaceAPI) -> None:
                 f"remove({path!r}, recursive=True)",
                 partial(api.remove, path, recursive=True),
             )
-        await _expect_read(api, "/file.txt", b"kept", "after the refused operations")
+        await _expect_read(api, "/file.txt", b"/file.txt", "after the refused operations")
 
 
 @suite.case("remove_is_precise")
