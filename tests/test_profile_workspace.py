@@ -186,6 +186,15 @@ class OverwriteKeepsTail(Delegating):
         await self.inner.write(path, new if old is None else new + old[len(new) :])
 
 
+class OverwriteKeepsOldSize(Delegating):
+    """Overwrites in place within the old file's size: a longer write is cut to it."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        new = memoryview(data).tobytes()
+        old = await self.inner.read(path)
+        await self.inner.write(path, new if old is None else new[: max(len(old), 1)])
+
+
 class KeepsCallersBuffer(Delegating):
     """Serves reads from the very buffer the caller wrote, not from a copy."""
 
@@ -668,6 +677,7 @@ DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (ReadsMissingAsEmpty, frozenset({"missing_reads_none"})),
     (LeaksNotADirectoryOnRead, frozenset({"missing_reads_none"})),
     (OverwriteKeepsTail, frozenset({"overwrite_replaces"})),
+    (OverwriteKeepsOldSize, frozenset({"overwrite_replaces"})),
     (KeepsCallersBuffer, frozenset({"bytes_cloned_on_write"})),
     (HandsOutStoredBuffer, frozenset({"bytes_cloned_on_read"})),
     (DirectoriesDoNotExist, frozenset({"nested_write_creates_parents"})),

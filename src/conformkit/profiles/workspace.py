@@ -446,6 +446,9 @@ async def _overwrite_replaces(api: WorkspaceAPI) -> None:
         await _expect_read(api, path, b"short", "after overwriting a longer file")
         await api.write(path, b"")
         await _expect_read(api, path, b"", "after overwriting with empty bytes")
+        longer = b"a version longer than any before it"
+        await api.write(path, longer)
+        await _expect_read(api, path, longer, "after overwriting an empty file with more")
         await _expect_names(api, "/", ["overwritten.txt"], "after three writes of one path")
 
 
