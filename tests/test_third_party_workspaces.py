@@ -262,7 +262,6 @@ STORES: list[Any] = [
         OBJECT_STORE | {"bytes_cloned_on_write", "remove_is_precise", "invalid_paths_rejected"},
         id="zarr.MemoryStore",
     ),
-    pytest.param(ZarrOnDisk(zarr_local), ZARR_LOCAL, id="zarr.LocalStore"),
     pytest.param(
         ZarrZip(zarr_zip),
         {
@@ -311,11 +310,8 @@ class TestVerdicts:
         self,
         implementation: ck.FeatureImplementation[WorkspaceAPI, WorkspaceCase],
         expected: set[str],
-        anyio_backend: str,
     ) -> None:
         """The failed cases are those the direct experiments below show; the rest pass."""
-        if anyio_backend == "trio" and isinstance(implementation, ZarrOnDisk):
-            pytest.skip("LocalStore needs asyncio: test_local_store_under_trio_blames_writes")
         report = await ck.run_contract(implementation, workspace.suite)
         assert failed(report) == expected, report
         assert passed(report) == WORKSPACE_CASES - expected - declared(implementation)
@@ -324,13 +320,20 @@ class TestVerdicts:
         ]
         assert blocked == [], report
 
-    async def test_local_store_under_trio_blames_writes(self, anyio_backend: str) -> None:
+    @pytest.mark.parametrize("anyio_backend", ["asyncio"])
+    async def test_zarr_local_store_on_asyncio(self, anyio_backend: str) -> None:
+        """zarr's LocalStore, on the loop it needs: what an object store on disk fails."""
+        implementation = ZarrOnDisk(zarr_local)
+        report = await ck.run_contract(implementation, workspace.suite)
+        assert failed(report) == ZARR_LOCAL, report
+        assert passed(report) == WORKSPACE_CASES - ZARR_LOCAL - declared(implementation)
+
+    @pytest.mark.parametrize("anyio_backend", ["trio"])
+    async def test_zarr_local_store_on_trio_is_blamed_on_writing(self, anyio_backend: str) -> None:
         """
         Under trio, zarr's LocalStore writes nothing (it calls asyncio.to_thread): every case
         fails, and each blocked one names read_your_writes, not nested writes.
         """
-        if anyio_backend != "trio":
-            pytest.skip("LocalStore runs on asyncio")
         implementation = ZarrOnDisk(zarr_local)
         report = await ck.run_contract(implementation, workspace.suite)
         assert failed(report) == WORKSPACE_CASES - declared(implementation), report
