@@ -449,7 +449,7 @@ async def _overwrite_replaces(api: WorkspaceAPI) -> None:
         longer = b"a version longer than any before it"
         await api.write(path, longer)
         await _expect_read(api, path, longer, "after overwriting an empty file with more")
-        await _expect_names(api, "/", ["overwritten.txt"], "after three writes of one path")
+        await _expect_names(api, "/", ["overwritten.txt"], "after four writes of one path")
 
 
 @suite.case("bytes_cloned_on_write")
