@@ -629,6 +629,14 @@ class SortsByUtf16(Delegating):
         return sorted(names, key=lambda name: name.encode("utf-16-be", "surrogatepass"))
 
 
+class ListsItsOwnMarker(Delegating):
+    """Lists a directory's own marker object as an entry named '', as S3's 'dir/' key shows up."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = await self.inner.list(path)
+        return names if path == "/" else ["", *names]
+
+
 class ExistsGivesInts(Delegating):
     """Answers exists() with 1 or 0, as a SQL COUNT(*) would, rather than a bool."""
 
@@ -695,6 +703,7 @@ DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (NormalisesPaths, frozenset({"invalid_paths_rejected"})),
     (NormalisesOnPlainRemove, frozenset({"invalid_paths_rejected"})),
     (ListsATuple, frozenset({"listing_names_direct_children"})),
+    (ListsItsOwnMarker, frozenset({"listing_names_direct_children"})),
     (RootRefusalHalfDone, frozenset({"remove_non_empty_needs_recursive"})),
     (ChecksOnlyTheDirectParent, frozenset({"file_directory_conflicts_raise"})),
     (SortsByUtf16, frozenset({"listing_is_sorted"})),
