@@ -637,6 +637,17 @@ class ListsItsOwnMarker(Delegating):
         return names if path == "/" else ["", *names]
 
 
+class SlashesDirectories(Delegating):
+    """Lists a directory's name with a trailing '/', as some file-system libraries do."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = []
+        for name in await self.inner.list(path):
+            child = posixpath.join(path, name)
+            names.append(name if await self.is_file(child) else f"{name}/")
+        return names
+
+
 class ExistsGivesInts(Delegating):
     """Answers exists() with 1 or 0, as a SQL COUNT(*) would, rather than a bool."""
 
@@ -842,6 +853,14 @@ class TestAttribution:
         owners = blocked_owners(report)
         assert owners, str(report)
         assert set(owners.values()) <= failed_cases(report), owners
+
+    async def test_names_spelled_as_paths_block_on_listing_names_direct_children(self) -> None:
+        """A listing that gives 'a/' for 'a' fails its owner; the cases that look for 'a' block."""
+        report = await ck.run_contract(Broken(SlashesDirectories), workspace.suite)
+        owners = blocked_owners(report)
+        assert failed_cases(report) - set(owners) == {"listing_names_direct_children"}, str(report)
+        assert set(owners.values()) == {"listing_names_direct_children"}, str(report)
+        assert "gives 'sub/' for the name 'sub'" in (report["remove_is_precise"].reason or "")
 
     @pytest.mark.parametrize(
         "make", [WritesNothing, RefusesDots], ids=["WritesNothing", "RefusesDots"]

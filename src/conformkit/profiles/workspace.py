@@ -408,6 +408,13 @@ async def _expect_listed(
     got = await api.list(path)
     names = _names_of(got)
     present, absent = builtins.list(present), builtins.list(absent)
+    for entry in names or ():
+        name = entry.rstrip("/").rsplit("/", 1)[-1] if isinstance(entry, str) else entry
+        if entry != name and name in present + absent:  # 'sub/' or '/a/sub' for 'sub'
+            raise AssertionError(
+                f"blocked: list({path!r}) {when} gives {entry!r} for the name {name!r}; "
+                f"listing_names_direct_children owns that a listing gives names, not paths"
+            )
     if (
         names is None
         or any(name not in names for name in present)
