@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dbm.dumb
 import functools
+import re
 import shelve
 import shutil
 import sqlite3
@@ -44,6 +45,13 @@ class SavesNothing(MemoryMappingStore):
 
     def close(self, mapping: MutableMapping[Any, Any]) -> None:
         pass
+
+
+class RefusesUnknownAttributes(MemoryMappingStore):
+    """A correct store whose __getattr__ raises AssertionError, as diskcache's FanoutCache does."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"cannot access {name} in cache shard")
 
 
 class SavesOnlyNewKeys(MemoryMappingStore):
@@ -161,6 +169,7 @@ DEFECTS = [
     pytest.param(
         ShelveNeverClosed(), {"overwrite_durable_across_reopen"}, id="shelves-never-closed"
     ),
+    pytest.param(OverMemory(RefusesUnknownAttributes), set(), id="refuses-unknown-attributes"),
 ]
 
 BYTES_ONLY = [
@@ -241,6 +250,24 @@ class TestDefects:
         assert failed(report) == expected, report
         passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
         assert passed == ALL_CASES - expected
+
+    @pytest.mark.parametrize(("implementation", "expected"), DEFECTS + BYTES_ONLY)
+    def test_a_blocked_case_names_a_case_that_failed(
+        self,
+        implementation: ck.FeatureImplementation[MappingStore, DurableMappingCase],
+        expected: set[str],
+    ) -> None:
+        """A blocked case names a case of this profile that failed in the same run, or the
+        mapping profile's read_your_writes, and never itself."""
+        report = ck.run_contract_sync(implementation, durable_mapping.suite)
+        for result in report.results:
+            text = result.reason or ""
+            if ": AssertionError: blocked: " not in text:
+                continue
+            owners = set(re.findall(r"\b([a-z_]+) owns\b", text)) - {"read_your_writes"}
+            assert "read_your_writes owns" in text or owners, text
+            assert result.case_id not in owners, text
+            assert owners <= failed(report), text
 
     def test_failures_say_what_was_expected_and_what_happened(self) -> None:
         """A failed case's reason tells the story, then what was found against what was expected."""

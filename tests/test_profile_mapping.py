@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import sqlite3
 import threading
 import typing
@@ -382,6 +383,241 @@ class NoViewsNorGet(NoViews):
         return super().__getattribute__(name)
 
 
+class RefusesUnknownAttributes(NoViews):
+    """The same, raising AssertionError for an attribute it lacks, as diskcache's FanoutCache."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"cannot access {name} in cache shard")
+
+
+class GetRaisesOnLookup(NoViews):
+    """The same, whose get() cannot even be looked up: the lookup raises RuntimeError."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "get":
+            raise RuntimeError("the shard is closed")
+        return super().__getattribute__(name)
+
+
+class WithoutLength:
+    """
+    Reads, writes, deletes, iterates and has keys() and values(), but no len(), get(),
+    pop() or clear(), and it is not a MutableMapping: semidbm's shape.
+    """
+
+    def __init__(self) -> None:
+        self.data: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.data[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self.data[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def keys(self) -> list[Any]:
+        return list(self.data)
+
+    def values(self) -> list[Any]:
+        return list(self.data.values())
+
+
+class AppendOnly(NoViews):
+    """The same, with no ``del``: a log that only grows, and so no pop() either."""
+
+    __delitem__ = None  # type: ignore[assignment]
+    pop = None  # type: ignore[assignment]
+
+
+class RegisteredWithoutLength(WithoutLength):
+    """The same, registered as a MutableMapping: isinstance() is true, len() still raises."""
+
+
+MutableMapping.register(RegisteredWithoutLength)
+
+
+class BatchLookups(dict[Any, Any]):
+    """
+    Reads a list of keys at once, as rocksdict does: ``[]`` and ``get()`` of a list give
+    a list of answers. A write under a list raises, and leaves no trace.
+    """
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, list):
+            return [self.get(one) for one in key]
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if isinstance(key, list):
+            return [super(BatchLookups, self).get(one, default) for one in key]
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, list):
+            raise TypeError("a list of keys is not a key")
+        return super().__contains__(key)
+
+
+class ContainsDeleted(dict[Any, Any]):
+    """``in`` is true for a key once deleted: a tombstone counted as present."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone: set[Any] = set()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.gone.add(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.gone.discard(key)
+        super().__setitem__(key, value)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.gone or super().__contains__(key)
+
+
+class GetIsStale(dict[Any, Any]):
+    """get() reads a cache that a delete does not update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[Any, Any] = {}
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.cache[key] = value
+        super().__setitem__(key, value)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.cache.get(key, default)
+
+
+class PopWithDefaultLeavesKey(dict[Any, Any]):
+    """pop(key, default) of a present key returns its value and leaves the key."""
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if default:
+            return self[key] if key in self else default[0]
+        return super().pop(key)
+
+
+class DeletesEqualValues(dict[Any, Any]):
+    """A delete removes every key that holds the same value: an index by value."""
+
+    def __delitem__(self, key: Any) -> None:
+        value = self[key]
+        for other in [other for other, held in self.items() if held == value]:
+            super().__delitem__(other)
+
+
+class LengthKeepsDeleted(dict[Any, Any]):
+    """len() still counts the keys removed with del: a delete does not lower it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: set[Any] = set()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.deleted.add(key)
+
+    def __len__(self) -> int:
+        return super().__len__() + len(self.deleted - set(self))
+
+    def clear(self) -> None:
+        super().clear()
+        self.deleted.clear()
+
+
+class BreaksWritesAfter(dict[Any, Any]):
+    """Once ``breaking`` has run, every write raises OSError: the operation corrupted the store."""
+
+    breaking = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if self.broken:
+            raise OSError(f"the store is corrupt since {self.breaking}()")
+        super().__setitem__(key, value)
+
+
+class ClearBreaksWrites(BreaksWritesAfter):
+    """clear() leaves a store that refuses writes."""
+
+    breaking = "clear"
+
+    def clear(self) -> None:
+        super().clear()
+        self.broken = True
+
+
+class PopBreaksWrites(BreaksWritesAfter):
+    """pop() leaves a store that refuses writes."""
+
+    breaking = "pop"
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.broken = True
+        return super().pop(key, *default)
+
+
+class DeleteBreaksWrites(BreaksWritesAfter):
+    """A delete leaves a store that refuses writes."""
+
+    breaking = "__delitem__"
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.broken = True
+
+
+class ClearHidesOnly(dict[Any, Any]):
+    """clear() hides the keys from iteration, len() and ``in``; ``[]`` and get() still read them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden: dict[Any, Any] = {}
+
+    def clear(self) -> None:
+        self.hidden.update(self)
+        super().clear()
+
+    def __getitem__(self, key: Any) -> Any:
+        if dict.__contains__(self, key):
+            return super().__getitem__(key)
+        if key in self.hidden:
+            return self.hidden[key]
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+class ValuesFrozen(dict[Any, Any]):
+    """values() gives what the mapping held when it was first called."""
+
+    frozen: list[Any] | None = None
+
+    def values(self) -> Any:
+        if self.frozen is None:
+            self.frozen = list(super().values())
+        return self.frozen
+
+
 class KeepsRefusedWrites(Wrapper):
     """
     Puts each write in a cache, then pickles it to the store; when pickling raises, the cache
@@ -502,6 +738,36 @@ DEFECTS = [
     pytest.param(
         OverDict(over_dict(ThreadConfined)), {"shared_handle_is_thread_safe"}, id="thread-confined"
     ),
+    pytest.param(
+        OverDict(ContainsDeleted), {"missing_key_raises_key_error"}, id="contains-deleted"
+    ),
+    pytest.param(OverDict(GetIsStale), {"missing_key_raises_key_error"}, id="get-is-stale"),
+    pytest.param(
+        OverDict(PopWithDefaultLeavesKey),
+        {"pop_missing_raises_key_error"},
+        id="pop-with-default-leaves-key",
+    ),
+    pytest.param(
+        OverDict(DeletesEqualValues),
+        # iteration_follows_insertion_order deletes a key: blocked, naming the owner
+        {"delete_missing_raises_key_error", "iteration_follows_insertion_order"},
+        id="deletes-equal-values",
+    ),
+    pytest.param(
+        OverDict(LengthKeepsDeleted), {"delete_missing_raises_key_error"}, id="length-keeps-deleted"
+    ),
+    pytest.param(OverDict(ClearBreaksWrites), {"clear_empties"}, id="clear-breaks-writes"),
+    pytest.param(OverDict(ClearHidesOnly), {"clear_empties"}, id="clear-hides-only"),
+    pytest.param(OverDict(ValuesFrozen), {"is_mutable_mapping"}, id="values-frozen"),
+    pytest.param(
+        OverDict(PopBreaksWrites), {"pop_missing_raises_key_error"}, id="pop-breaks-writes"
+    ),
+    pytest.param(
+        OverDict(DeleteBreaksWrites),
+        # iteration_follows_insertion_order writes after a delete: blocked, naming the owner
+        {"delete_missing_raises_key_error", "iteration_follows_insertion_order"},
+        id="delete-breaks-writes",
+    ),
 ]
 
 
@@ -546,6 +812,52 @@ MISSING_METHOD = [
         {"is_mutable_mapping", "missing_key_raises_key_error", "none_value_round_trips"},
         id="no-views-nor-get",
     ),
+    pytest.param(OverDict(RefusesUnknownAttributes), {"is_mutable_mapping"}, id="fanout-cache"),
+    pytest.param(
+        OverDict(AppendOnly),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",  # deletes a key
+            "delete_missing_raises_key_error",
+            "pop_missing_raises_key_error",
+            "iteration_follows_insertion_order",  # deletes a key and writes it again
+        },
+        id="append-only",
+    ),
+    pytest.param(
+        OverDict(GetRaisesOnLookup),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",
+            "none_value_round_trips",
+            "errors_surface_at_the_failing_call",
+        },
+        id="get-raises-on-lookup",
+    ),
+    pytest.param(
+        OverDict(WithoutLength),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",  # get()
+            "pop_missing_raises_key_error",  # pop()
+            "overwrite_keeps_length",  # len()
+            "none_value_round_trips",  # get()
+            "clear_empties",  # clear()
+        },
+        id="without-length",
+    ),
+    pytest.param(
+        OverDict(RegisteredWithoutLength),
+        {
+            "is_mutable_mapping",
+            "missing_key_raises_key_error",
+            "pop_missing_raises_key_error",
+            "overwrite_keeps_length",
+            "none_value_round_trips",
+            "clear_empties",
+        },
+        id="registered-without-length",
+    ),
 ]
 
 REFUSED_WRITE = [
@@ -554,6 +866,7 @@ REFUSED_WRITE = [
         {"errors_surface_at_the_failing_call"},
         id="keeps-refused-writes",
     ),
+    pytest.param(OverDict(BatchLookups), set(), id="batch-lookups-without-defect"),
     pytest.param(
         OverDictClaimingCopies(over_dict(DeletesOnRefusedOverwrite)),
         {"errors_surface_at_the_failing_call"},
@@ -583,6 +896,14 @@ class TestDefinition:
             ShelveMappingImplementation,
             SqliteMappingImplementation,
         ]
+
+    def test_create_may_not_return_none(self) -> None:
+        """A missing method is the cases' to judge, but None still fails every case at create."""
+        report = ck.run_contract_sync(OverDict(lambda: None), mapping.suite)
+        assert failed(report) == ALL_CASES - COPY_CASES
+        assert (report["clear_empties"].reason or "").startswith(
+            "case 'clear_empties' failed in create(): TypeError: create() returned None"
+        )
 
 
 class TestBundledImplementations:
@@ -655,12 +976,36 @@ class TestDefects:
         }
         assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - expected - declared
 
+    @pytest.mark.parametrize(
+        ("implementation", "expected"), DEFECTS + BYTES_ONLY + MISSING_METHOD + REFUSED_WRITE
+    )
+    def test_a_blocked_case_names_a_case_that_failed(
+        self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
+    ) -> None:
+        """A case's own failure is not 'blocked'; a blocked case's owner failed in the same run."""
+        report = ck.run_contract_sync(implementation, mapping.suite)
+        for result in report.results:
+            text = result.reason or ""
+            if ": AssertionError: blocked: " not in text:
+                continue
+            owners = set(re.findall(r"\b([a-z_]+) owns\b", text))
+            assert owners, text
+            assert result.case_id not in owners, text
+            assert owners <= failed(report), text
+
     def test_every_case_catches_some_defect(self) -> None:
         """Each case fails for at least one of the broken mappings above."""
         caught: set[str] = set()
         for param in DEFECTS:
             caught |= cast("set[str]", param.values[1])
         assert caught == ALL_CASES
+
+    def test_a_case_that_deletes_is_blocked_by_a_delete_that_removes_more(self) -> None:
+        """A delete that removes other keys blocks iteration order, naming the delete's owner."""
+        report = ck.run_contract_sync(OverDict(DeletesEqualValues), mapping.suite)
+        text = report["iteration_follows_insertion_order"].reason or ""
+        assert "AssertionError: blocked: after deleting and writing 'key-0' again" in text
+        assert "delete_missing_raises_key_error owns what a delete removes" in text
 
     def test_failures_say_what_was_expected_and_what_happened(self) -> None:
         """A failed case's reason names the expectation and the observed behaviour."""
@@ -824,6 +1169,30 @@ class TestSampleDomains:
         ]  # fmt: skip
         assert [mapping.BYTES_SAMPLES.key(n) for n in range(2)] == [b"key-0", b"key-1"]
 
+    def test_the_declaration_is_read_without_running_the_store(self) -> None:
+        """A store's __getattr__ is not run: one that raises there still gets its domain."""
+        assert mapping.samples_of(RefusesUnknownAttributes()) is mapping.RICH_SAMPLES
+        store = RefusesUnknownAttributes()
+        store.conformkit_samples = mapping.BYTES_SAMPLES  # type: ignore[attr-defined]
+        assert mapping.samples_of(store) is mapping.BYTES_SAMPLES
+
+        class Slotted:
+            __slots__ = ("conformkit_samples",)
+            conformkit_samples: mapping.MappingSamples
+
+        slotted = Slotted()
+        assert mapping.samples_of(slotted) is mapping.RICH_SAMPLES  # the slot is empty
+        slotted.conformkit_samples = mapping.BYTES_VALUE_SAMPLES
+        assert mapping.samples_of(slotted) is mapping.BYTES_VALUE_SAMPLES
+
+        class Computed(dict[Any, Any]):
+            @property
+            def conformkit_samples(self) -> mapping.MappingSamples:
+                raise AssertionError("a property is the store's code, never run")
+
+        with pytest.raises(TypeError, match=r"Computed.conformkit_samples must be a MappingSamp"):
+            mapping.samples_of(Computed())
+
     def test_a_declaration_is_checked(self) -> None:
         """Equal samples, unhashable keys and a wrong attribute are refused, saying why."""
         with pytest.raises(ValueError, match=r"key\(0\) and key\(2\) are equal, 'k0'"):
@@ -858,14 +1227,53 @@ class TestCascades:
     async def test_a_missing_method_fails_where_it_is_owned(
         self, implementation: ck.FeatureImplementation[MappingAPI, MappingCase], expected: set[str]
     ) -> None:
-        """Without views, only is_mutable_mapping fails; a case needing get() is blocked."""
+        """Only is_mutable_mapping fails for a shape; a case needing what is missing is blocked."""
         report = await ck.run_contract(implementation, mapping.suite)
         assert failed(report) == expected, report
+        name = type(implementation).__name__
         for case in expected - {"is_mutable_mapping"}:
-            assert "blocked: the mapping, a NoViewsNorGet, has no get() method; " in reason(
-                report, case
-            )
-            assert "is_mutable_mapping owns" in reason(report, case)
+            assert reason(report, case).startswith(
+                f"case {case!r} failed: AssertionError: blocked: "
+            ), report
+            assert "is_mutable_mapping owns" in reason(report, case), name
+
+    def test_a_missing_method_is_named_where_it_blocks(self) -> None:
+        """A blocked case names the mapping's type and the method it lacks."""
+        report = ck.run_contract_sync(OverDict(NoViewsNorGet), mapping.suite)
+        assert "blocked: the mapping, a NoViewsNorGet, has no get() method; " in reason(
+            report, "missing_key_raises_key_error"
+        )
+        report = ck.run_contract_sync(OverDict(WithoutLength), mapping.suite)
+        assert "blocked: the mapping, a WithoutLength, has no __len__() method; " in reason(
+            report, "overwrite_keeps_length"
+        )
+        assert "blocked: the mapping, a WithoutLength, has no clear() method; " in reason(
+            report, "clear_empties"
+        )
+
+    def test_is_mutable_mapping_lists_what_the_class_lacks(self) -> None:
+        """One reason lists every method a MutableMapping has that the class does not define."""
+        report = ck.run_contract_sync(OverDict(WithoutLength), mapping.suite)
+        assert (
+            "expected an instance of collections.abc.MutableMapping, got a WithoutLength, whose "
+            "class does not define __len__(), clear(), get(), items(), pop(), popitem(), "
+            "setdefault() and update()"
+        ) in reason(report, "is_mutable_mapping")
+        report = ck.run_contract_sync(OverDict(RegisteredWithoutLength), mapping.suite)
+        assert (
+            "RegisteredWithoutLength is registered as a collections.abc.MutableMapping, but its "
+            "class does not define __len__(), clear(), get(), items(), pop(), popitem(), "
+            "setdefault() and update()"
+        ) in reason(report, "is_mutable_mapping")
+
+    def test_a_lookup_that_raises_is_named(self) -> None:
+        """A method whose lookup raises blocks the case, naming the mapping and the attribute."""
+        report = ck.run_contract_sync(OverDict(GetRaisesOnLookup), mapping.suite)
+        for case in ("missing_key_raises_key_error", "errors_surface_at_the_failing_call"):
+            assert (
+                "blocked: looking up get on the mapping, a GetRaisesOnLookup, raised "
+                "RuntimeError: the shard is closed; is_mutable_mapping owns"
+            ) in reason(report, case)
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(("implementation", "expected"), REFUSED_WRITE)
