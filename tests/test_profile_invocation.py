@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +20,6 @@ import anyio.from_thread
 import anyio.to_thread
 import httpx
 import pytest
-import uvicorn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +44,7 @@ from conformkit.profiles.invocation import (
     suite,
 )
 from conformkit.profiles.workspace import MemoryWorkspace
+from live_servers import SERVERS, THREAD_PREFIX, serving
 
 DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "profile-invocation.md"
 
@@ -57,62 +57,11 @@ def failed_cases(report: ck.ContractReport) -> set[str]:
 # --------------------------------------------------------------------------- the live server
 
 
-live_server_feature = ck.Feature[LiveServer, str]("tests.live_server", cases=("serves",))
-
-
-class Uvicorn(ck.FeatureImplementation[LiveServer, str]):
-    """
-    A uvicorn server on 127.0.0.1 and a free port, serving a :class:`LiveServer`.
-
-    uvicorn runs on asyncio, in a thread of its own with its own event loop, so the
-    cases drive it over loopback from asyncio and from trio alike. Each resource's
-    cleanup is deferred the moment it exists: the socket's, then the server's
-    shutdown, before waiting for it to start, which may fail.
-    """
-
-    feature = live_server_feature
-    coverage = live_server_feature.coverage()
-    timeout = 15.0
-
-    async def create(self, scope: ck.FeatureScope) -> LiveServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        scope.defer(sock.close)
-        # Accepted connections inherit it: without it, Nagle's algorithm and delayed
-        # acknowledgements hold each response back some 40 ms.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        live = LiveServer(f"http://127.0.0.1:{sock.getsockname()[1]}")
-        config = uvicorn.Config(
-            live, lifespan="on", log_level="warning", access_log=False, http="h11", ws="none"
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-
-        def stop() -> None:
-            server.should_exit = True
-            thread.join(timeout=10)
-            if thread.is_alive():
-                raise RuntimeError("the live server did not stop within 10 s")
-
-        thread.start()
-        scope.defer(functools.partial(anyio.to_thread.run_sync, stop))
-        with anyio.fail_after(10):
-            while not server.started:
-                if not thread.is_alive():
-                    raise RuntimeError("the live server stopped as it started")
-                await anyio.sleep(0.01)
-        return live
-
-
-@pytest.fixture(scope="module")
-def live_server() -> Iterator[LiveServer]:
-    """One live server for the module, started here and stopped here, in a feature scope."""
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(ck.open_feature(Uvicorn())) as session,
-    ):
-        yield session.api
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def live_server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """One live server of each kind for the module, started and stopped in a feature scope."""
+    with serving(request.param) as live:
+        yield live
 
 
 # --------------------------------------------------------------------------- broken wrappers
@@ -368,6 +317,8 @@ async def call(
     async def receive() -> dict[str, Any]:
         if pending:
             return pending.pop(0)
+        if any(each["type"] == "http.response.body" for each in sent):
+            return {"type": "http.disconnect"}  # as a server does once the app has answered
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
@@ -799,3 +750,178 @@ class TestHostileWrappers:
         for result in report.results:
             assert "blocked: the wrapper" in (result.reason or "")
             assert "no such host configuration" in (result.reason or "")
+
+
+class TestRefusedBodies:
+    """The reference handler reads what is left of a refused body after it answers."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("path", "headers", "status"),
+        [
+            ("/agents/nobody/invoke", JSON_TYPE, 404),
+            ("/agents/echo/invoke", [], 415),
+            ("/agents/echo/invoke", [*JSON_TYPE, (b"content-length", b"301")], 413),
+            ("/manifest", JSON_TYPE, 405),
+        ],
+    )
+    async def test_the_rest_of_a_refused_body_is_read_after_the_answer(
+        self, path: str, headers: list[tuple[bytes, bytes]], status: int
+    ) -> None:
+        """
+        Every piece of the body is received, each after the answer is complete: a
+        server such as hypercorn closes a connection whose body is left unread.
+        """
+        pieces = [
+            {"type": "http.request", "body": b"x" * 100, "more_body": more}
+            for more in (True, True, False)
+        ]
+        events: list[str] = []
+
+        async def receive() -> Any:
+            if not pieces:
+                raise AssertionError("receive() called after the body was over")
+            events.append("received")
+            return pieces.pop(0)
+
+        async def send(message: Any) -> None:
+            events.append(message["type"])
+            if message["type"] == "http.response.start":
+                assert message["status"] == status
+
+        scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
+        with anyio.fail_after(5):
+            await create_app(options(max_body_bytes=300))(scope, receive, send)
+        assert events == [
+            "http.response.start",
+            "http.response.body",
+            "received",
+            "received",
+            "received",
+        ]
+
+
+def hostile(kind: str) -> Callable[[InvocationOptions], ASGIApp]:
+    """A wrapper whose app breaks the ASGI protocol in the way named ``kind``."""
+
+    def wrapper(options: InvocationOptions) -> ASGIApp:
+        inner = create_app(options)
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await inner(scope, receive, send)
+            elif kind == "answers twice":
+
+                async def again(message: Any) -> None:
+                    await send(message)
+                    if message["type"] == "http.response.body":
+                        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+                await inner(scope, receive, again)
+            elif kind == "a body before the start":
+                await send({"type": "http.response.body", "body": b"{}"})
+            elif kind == "never responds":
+                return
+            else:  # starts, never finishes
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                await send({"type": "http.response.body", "body": b"{", "more_body": True})
+
+        return app
+
+    wrapper.__name__ = kind.replace(" ", "_")
+    return wrapper
+
+
+HOSTILE = {
+    "answers twice": "the app answered GET /manifest, then sent 'http.response.start': "
+    "it answers once",
+    "a body before the start": "the app sent 'http.response.body' before "
+    "'http.response.start' answering GET /manifest",
+    "never responds": "the app returned without responding to GET /manifest",
+    "starts, never finishes": "the app returned without finishing its response to GET /manifest",
+}
+
+
+class TestHostileApps:
+    """An app that breaks the ASGI protocol fails with what it did, in every placement."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", HOSTILE)
+    async def test_the_reason_names_what_the_app_did(
+        self, kind: str, live_server: LiveServer
+    ) -> None:
+        """Every case fails, and catalog_is_served's reason is the app's misstep, in one line."""
+        for placement in (InProcess(), live_server):
+            report = await ck.run_contract(
+                WrapperImplementation(hostile(kind), placement=placement), suite
+            )
+            assert failed_cases(report) == set(feature.cases), report
+            reason = report.results[0].reason or ""
+            assert HOSTILE[kind] in reason.splitlines()[0], (placement, reason)
+
+    def test_an_app_that_swallows_its_cancellation_is_bounded(self) -> None:
+        """Each stage of a run against it ends at its deadline's guard, on both backends."""
+        code = (
+            "import anyio, conformkit as ck\n"
+            "from conformkit.profiles import invocation\n"
+            "def deaf(options):\n"
+            "    async def app(scope, receive, send):\n"
+            "        while True:\n"
+            "            try:\n"
+            "                await anyio.sleep(1)\n"
+            "            except anyio.get_cancelled_exc_class():\n"
+            "                pass\n"
+            "    return app\n"
+            "implementation = invocation.WrapperImplementation(deaf)\n"
+            "async def main():\n"
+            "    cases = ck.contract_cases(implementation, invocation.suite, timeout=0.2)\n"
+            "    for case in cases[:2]:\n"
+            "        try:\n"
+            "            await case.run()\n"
+            "        except Exception as error:\n"
+            "            print(str(error).splitlines()[0])\n"
+            "for backend in ('asyncio', 'trio'):\n"
+            "    anyio.run(main, backend=backend)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert len(lines) == 4, done.stdout
+        for line in lines:
+            assert "exceeded the 0.2s deadline" in line, line
+            assert "it ignored its cancellation" in line, line
+
+
+class TestLiveServerShutdown:
+    """A live server stops within its grace, leaving no thread and no app running."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", sorted(SERVERS))
+    async def test_a_streaming_app_is_stopped_with_its_server(self, name: str) -> None:
+        """An app still streaming when the server stops is ended, and the thread with it."""
+        started = threading.Event()
+        ended = threading.Event()
+
+        async def streams_forever(scope: Any, receive: Any, send: Any) -> None:
+            started.set()
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                await send({"type": "http.response.body", "body": b"a", "more_body": True})
+                await anyio.sleep_forever()
+            finally:
+                ended.set()
+
+        async with httpx.AsyncClient() as client, contextlib.AsyncExitStack() as streams:
+            async with ck.open_feature(SERVERS[name]()) as session:
+                live = session.api
+                with live.mount(streams_forever) as token:
+                    headers = {invocation.ROUTE_HEADER: token}
+                    await streams.enter_async_context(
+                        client.stream("GET", live.base_url, headers=headers)
+                    )
+                    assert started.is_set()
+            assert ended.is_set()
+            ours = f"{THREAD_PREFIX}{name} {live.base_url}"
+            assert [each.name for each in threading.enumerate() if each.name == ours] == []

@@ -407,7 +407,24 @@ class InvocationAPI:
 
     @contextlib.asynccontextmanager
     async def client(self, app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
-        """An httpx client whose requests reach ``app``, by path relative to the prefix."""
+        """
+        An httpx client whose requests reach ``app``, by path relative to the prefix.
+
+        What ``app`` does against the ASGI protocol (answering twice, a body before
+        the response's start, returning without an answer) fails the block with an
+        :exc:`AssertionError` that says so, in every placement.
+        """
+        checked = _Checked(app)
+        try:
+            async with self._client(checked) as client:
+                yield client
+        except Exception as error:
+            checked.raise_broken(error)
+            raise
+        checked.raise_broken(None)
+
+    @contextlib.asynccontextmanager
+    async def _client(self, app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
         import httpx
 
         if isinstance(self.placement, LiveServer):
@@ -426,6 +443,86 @@ class InvocationAPI:
                 base_url="http://testserver" + self.prefix,
             ) as client:
                 yield client
+
+
+@final
+class _Checked:
+    """
+    The app under test, held to the ASGI protocol for HTTP: what it does against it
+    is recorded, never passed on, and an answer it left unfinished is finished with a
+    500, so that the client and the server see a whole response in every placement.
+
+    The message that ends a response is held until the app returns: whatever the app
+    sends after it is recorded before the client has the response. Once the app has
+    ended its response, ``receive`` still gives it the rest of the body, then
+    ``http.disconnect``, as a server does.
+    """
+
+    __slots__ = ("app", "broken")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.broken: list[str] = []
+
+    def raise_broken(self, error: Exception | None) -> None:
+        """Raise what the app first did against the protocol, if anything, from ``error``."""
+        if self.broken:
+            raise AssertionError(self.broken[0]) from error
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = f"{scope.get('method')} {scope.get('path')}"
+        started = False
+        last: _Message | None = None
+        body_over = False
+
+        def broke(what: str) -> None:
+            self.broken.append(what.format(request=request))
+
+        async def checked_send(message: _Message) -> None:
+            nonlocal started, last
+            kind = message.get("type")
+            if last is not None:
+                broke(f"the app answered {{request}}, then sent {kind!r}: it answers once")
+            elif kind == "http.response.start" and not started:
+                started = True
+                await send(message)
+            elif kind == "http.response.start":
+                broke("the app sent 'http.response.start' twice answering {request}")
+            elif kind != "http.response.body":
+                broke(f"the app sent {kind!r} answering {{request}}: not an HTTP response message")
+            elif not started:
+                broke(
+                    "the app sent 'http.response.body' before 'http.response.start' "
+                    "answering {request}"
+                )
+            elif message.get("more_body", False):
+                await send(message)
+            else:
+                last = message
+
+        async def checked_receive() -> _Message:
+            nonlocal body_over
+            if last is not None and body_over:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            body_over = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        await self.app(scope, checked_receive, checked_send)
+        if last is None:
+            broke(
+                "the app returned without finishing its response to {request} (no body "
+                "message without more_body)"
+                if started
+                else "the app returned without responding to {request}"
+            )
+            if not started:
+                await send({"type": "http.response.start", "status": 500, "headers": []})
+            last = {"type": "http.response.body", "body": b""}
+        await send(last)
 
 
 # --------------------------------------------------------------------------- case names
@@ -483,7 +580,9 @@ _LIMIT: Final = 1024
 class _Metered:
     """
     The app under test, fed the request body in pieces of at most ``_CHUNK`` bytes,
-    counting the body bytes it pulled for each request: the same in every placement.
+    counting the body bytes it pulled for each request before it started its
+    response: the same in every placement. What it reads after answering (the rest
+    of a refused body, discarded) is not counted.
     """
 
     __slots__ = ("app", "pulled")
@@ -500,6 +599,7 @@ class _Metered:
         self.pulled.append(0)
         pending = b""
         more = True
+        answered = False
 
         async def metered() -> _Message:
             nonlocal pending, more
@@ -512,10 +612,16 @@ class _Metered:
                 pending = bytes(message.get("body", b""))
                 more = bool(message.get("more_body", False))
             piece, pending = pending[:_CHUNK], pending[_CHUNK:]
-            self.pulled[index] += len(piece)
+            if not answered:
+                self.pulled[index] += len(piece)
             return {"type": "http.request", "body": piece, "more_body": bool(pending) or more}
 
-        await self.app(scope, metered, send)
+        async def watched(message: _Message) -> None:
+            nonlocal answered
+            answered = answered or message.get("type") == "http.response.start"
+            await send(message)
+
+        await self.app(scope, metered, watched)
 
 
 @final
@@ -1250,6 +1356,39 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+_DISCARDED_AT_MOST: Final = 1024 * 1024
+"""The most bytes of a refused body the reference handler reads and drops after answering."""
+
+
+@final
+class _Body:
+    """A request's ``receive``, which knows when the body is over."""
+
+    __slots__ = ("_receive", "over")
+
+    def __init__(self, receive: _Receive) -> None:
+        self._receive = receive
+        self.over = False
+
+    async def receive(self) -> _Message:
+        message = await self._receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.over = True
+        return message
+
+    async def discard(self) -> None:
+        """
+        Read what is left of the body, up to ``_DISCARDED_AT_MOST`` bytes, and drop it.
+
+        Some servers (hypercorn) close a connection whose body was left unread: the
+        client, still sending it, then gets a broken connection instead of the answer.
+        """
+        size = 0
+        while not self.over and size <= _DISCARDED_AT_MOST:
+            message = await self.receive()
+            size += len(message.get("body", b""))
+
+
 @final
 class _Request:
     """One request's route path, request ID and headers."""
@@ -1342,7 +1481,11 @@ class _ReferenceApp:
                 await receive()
                 await send({"type": "websocket.close", "code": 1003})
             return
-        request = _Request(scope)
+        body = _Body(receive)
+        await self._answer(_Request(scope), body.receive, send)
+        await body.discard()
+
+    async def _answer(self, request: _Request, receive: _Receive, send: _Send) -> None:
         parts = request.path.split("/")
         if request.path in ("/manifest", "/agents"):
             if request.method not in ("GET", "HEAD"):
