@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -925,3 +926,144 @@ class TestLiveServerShutdown:
             assert ended.is_set()
             ours = f"{THREAD_PREFIX}{name} {live.base_url}"
             assert [each.name for each in threading.enumerate() if each.name == ours] == []
+
+
+class TestWhatAHostReuses:
+    """The reference handler's rules, public for a host on another framework."""
+
+    @pytest.mark.parametrize(
+        ("given", "kept"),
+        [("abc-123", True), ("x" * 128, True), ("x" * 129, False), ("a b", False), ("", False)],
+    )
+    def test_choose_request_id(self, given: str, kept: bool) -> None:
+        """A printable ID of 1 to 128 characters is kept; any other gets a fresh hex UUID."""
+        chosen = invocation.choose_request_id(given)
+        assert (chosen == given) is kept
+        if not kept:
+            assert re.fullmatch(r"[0-9a-f]{32}", chosen)
+        assert invocation.choose_request_id(None) != invocation.choose_request_id(None)
+
+    @pytest.mark.parametrize(
+        ("content_type", "is_json"),
+        [
+            ("application/json", True),
+            ("Application/JSON; charset=utf-8", True),
+            ("application/vnd.api+json", True),
+            ("text/json", False),
+            ("application/jsonx", False),
+            ("", False),
+            (None, False),
+        ],
+    )
+    def test_is_json_content_type(self, content_type: str | None, is_json: bool) -> None:
+        """application/json and application/*+json, parameters and case ignored."""
+        assert invocation.is_json_content_type(content_type) is is_json
+
+    def test_decode_json_refuses_what_is_not_json(self) -> None:
+        """NaN, infinities, bad UTF-8 and an empty body raise ValueError."""
+        assert invocation.decode_json(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+        for data in (b'{"a": NaN}', b"[Infinity]", b"-Infinity", b"\xc3", b"", b"{"):
+            with pytest.raises(ValueError, match=r"."):  # each is not JSON in UTF-8
+                invocation.decode_json(data)
+
+    def test_encode_json_refuses_what_is_not_json(self) -> None:
+        """A NaN raises ValueError, a set TypeError; text is UTF-8, not escaped."""
+        assert invocation.encode_json({"t": "é"}) == '{"t": "é"}'.encode()
+        with pytest.raises(ValueError, match="Out of range float values"):  # NaN is not JSON
+            invocation.encode_json(float("nan"))
+        with pytest.raises(TypeError):  # JSON has no sets
+            invocation.encode_json({1})  # type: ignore[arg-type]
+
+    def test_error_envelope(self) -> None:
+        """A documented code gets its status and the envelope; another code is refused."""
+        assert invocation.error_envelope("unknown_agent", "no agent named 'x'", "r-1") == (
+            404,
+            {
+                "ok": False,
+                "error": {"code": "unknown_agent", "message": "no agent named 'x'"},
+                "request_id": "r-1",
+            },
+        )
+        with pytest.raises(ValueError, match="unknown error code 'teapot'"):
+            invocation.error_envelope("teapot", "", "r-1")
+
+    def test_resolve_runtime_follows_the_precedence(self) -> None:
+        """runtime, else runtime_factory(), else the named factory, else None."""
+        given, made, named = object(), object(), object()
+        factory = lambda: made  # noqa: E731
+        module_map = {"named": lambda: lambda: named}
+        assert invocation.resolve_runtime(options()) is None
+        for overrides, expected in (
+            ({"runtime": given, "runtime_factory": factory}, given),
+            ({"runtime_factory": factory, "runtime_factory_name": "named"}, made),
+            ({"runtime_factory_name": "named"}, named),
+        ):
+            resolved = invocation.resolve_runtime(
+                options(runtime_factory_module_map=module_map, **overrides)
+            )
+            assert resolved is expected
+
+    def test_agent_loader_loads_at_first_need_once(self) -> None:
+        """Nothing loads when it is made; each handler and the runtime load once, at first need."""
+        loads: list[str] = []
+        runtime = object()
+
+        def loader(name: str) -> Callable[[], Any]:
+            def load() -> Any:
+                loads.append(name)
+                return name
+
+            return load
+
+        def factory() -> Any:
+            loads.append("runtime")
+            return runtime
+
+        made = options(
+            catalog={"a": {}, "b": {}},
+            handlers={"a": loader("a"), "b": loader("b")},
+            runtime_factory=factory,
+        )
+        agents = invocation.AgentLoader(made)
+        assert loads == []
+        assert [agents.handler("a"), agents.handler("a")] == ["a", "a"]  # type: ignore[comparison-overlap]
+        assert agents.runtime() is runtime
+        assert agents.runtime() is runtime
+        context = agents.context("r-7")
+        assert (context.request_id, context.runtime, context.env) == ("r-7", runtime, made.env)
+        assert loads == ["a", "runtime"]
+        with pytest.raises(KeyError):  # no agent named 'c'
+            agents.handler("c")
+
+    def test_agent_loader_loads_again_after_a_failure(self) -> None:
+        """A loader that raised is called again at the next need."""
+        attempts: list[int] = []
+
+        def flaky() -> Any:
+            attempts.append(1)
+            if len(attempts) == 1:
+                raise ImportError("not yet")
+            return "loaded"
+
+        agents = invocation.AgentLoader(options(handlers={"echo": flaky}))
+        with pytest.raises(ImportError):  # the first load fails
+            agents.handler("echo")
+        assert agents.handler("echo") == "loaded"  # type: ignore[comparison-overlap]
+        assert len(attempts) == 2
+
+    @pytest.mark.anyio
+    async def test_a_read_only_env_is_the_context_env(self) -> None:
+        """A MappingProxyType env is accepted, and the agent gets that very mapping."""
+        env = types.MappingProxyType({"REGION": "eu-west"})
+        seen: list[Any] = []
+
+        async def looks(context: InvocationContext, body: dict[str, Any]) -> Any:
+            seen.append(context.env)
+            return dict(context.env)
+
+        app = create_app(options(env=env, handlers={"echo": lambda: looks}))
+        status, _, body = await call(
+            app, [{"type": "http.request", "body": b"{}", "more_body": False}], JSON_TYPE
+        )
+        assert (status, json.loads(body)["result"]) == (200, {"REGION": "eu-west"})
+        assert seen[0] is env

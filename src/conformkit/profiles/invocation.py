@@ -71,6 +71,7 @@ __all__ = [
     "HOST_PREFIX",
     "ROUTE_HEADER",
     "ASGIApp",
+    "AgentLoader",
     "CommandNotGranted",
     "Handler",
     "InProcess",
@@ -87,9 +88,15 @@ __all__ = [
     "Runtime",
     "Wrapper",
     "WrapperImplementation",
+    "choose_request_id",
     "create_app",
+    "decode_json",
+    "encode_json",
+    "error_envelope",
     "feature",
     "implementations",
+    "is_json_content_type",
+    "resolve_runtime",
     "suite",
 ]
 
@@ -1348,12 +1355,169 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
 }
 """The reference handler's error codes, and the status of each."""
 
+# --------------------------------------------------------------------------- what a host reuses
+# The rules of the reference handler that any host keeps, whatever its framework: the
+# reference handler is built on them, and a native host calls them instead of
+# re-deriving them.
+
 _REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
 _JSON_TYPES: Final = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
 
 
+def choose_request_id(given: str | None) -> str:
+    """
+    The request ID of a request whose ``x-request-id`` header is ``given``.
+
+    A given ID of 1 to 128 visible ASCII characters is kept; any other, or none,
+    is replaced by a fresh hex UUID.
+
+    :param given: the header's value, or ``None`` when the request has none.
+    """
+    if given is not None and _REQUEST_ID.match(given):
+        return given
+    return uuid.uuid4().hex
+
+
+def is_json_content_type(content_type: str | None) -> bool:
+    """
+    Whether an invocation's ``content-type`` header says JSON.
+
+    ``application/json`` and ``application/<anything>+json`` are JSON, in any case;
+    parameters (``; charset=utf-8``) are ignored. ``None`` (no header) is not.
+    """
+    if content_type is None:
+        return False
+    return bool(_JSON_TYPES.match(content_type.partition(";")[0].strip().lower()))
+
+
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
+
+
+def decode_json(data: bytes) -> JSON:
+    """
+    The JSON value of an invocation's body: UTF-8, and strict JSON.
+
+    :raises ValueError: if ``data`` is not UTF-8 (:exc:`UnicodeDecodeError`), not
+        JSON (:exc:`json.JSONDecodeError`; an empty body included), or holds
+        ``NaN``, ``Infinity`` or ``-Infinity``, which are not JSON.
+    """
+    value: JSON = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    return value
+
+
+def encode_json(value: JSON) -> bytes:
+    """
+    ``value`` as a response body: UTF-8 JSON.
+
+    :raises ValueError: for ``NaN`` or an infinity, which are not JSON.
+    :raises TypeError: for a value JSON cannot hold (a set, an object).
+    """
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+
+
+def error_envelope(code: str, message: str, request_id: str) -> tuple[int, dict[str, JSON]]:
+    """
+    The status and the body of a refusal: ``{"ok": false, "error": {...}, "request_id": ...}``.
+
+    :param code: one of :data:`ERROR_STATUS`.
+    :raises ValueError: for a code that is not in :data:`ERROR_STATUS`.
+    """
+    if code not in ERROR_STATUS:
+        raise ValueError(f"error_envelope: unknown error code {code!r}; see ERROR_STATUS")
+    return ERROR_STATUS[code], {
+        "ok": False,
+        "error": {"code": code, "message": message},
+        "request_id": request_id,
+    }
+
+
+def resolve_runtime(options: InvocationOptions) -> Runtime | None:
+    """
+    The runtime that ``options`` give: ``runtime``, else ``runtime_factory()``, else
+    the named factory, loaded from ``runtime_factory_module_map`` and called; else
+    ``None``. It loads and calls what it needs each time: a host calls it once, at
+    the first invocation (:class:`AgentLoader` does).
+
+    :raises Exception: whatever the factory or its loader raises.
+    """
+    if options.runtime is not None:
+        return options.runtime
+    if options.runtime_factory is not None:
+        return options.runtime_factory()
+    if options.runtime_factory_name is not None:
+        return options.runtime_factory_module_map[options.runtime_factory_name]()()
+    return None
+
+
+_UNSET: Final = object()
+
+
+@final
+class AgentLoader:
+    """
+    What an app loads lazily, once: each agent's handler, and the runtime.
+
+    Nothing loads when it is made. :meth:`handler` calls an agent's loader at its
+    first call for that agent; :meth:`runtime` resolves the runtime
+    (:func:`resolve_runtime`) at its first call. Each keeps what it got, and loads
+    again only after a failure. Neither awaits, so concurrent invocations load once.
+
+    :param options: the host's options.
+    :raises TypeError: if ``options`` is not :class:`InvocationOptions`.
+    """
+
+    __slots__ = ("_handlers", "_options", "_runtime")
+
+    def __init__(self, options: InvocationOptions) -> None:
+        if not isinstance(options, InvocationOptions):
+            raise TypeError(f"AgentLoader() takes InvocationOptions, got {short_repr(options)}")
+        self._options = options
+        self._handlers: dict[str, Handler] = {}
+        self._runtime: object = _UNSET
+
+    def __repr__(self) -> str:
+        return f"<AgentLoader for {sorted(self._options.handlers)}>"
+
+    def handler(self, agent: str) -> Handler:
+        """
+        The agent's handler, loaded at the first call.
+
+        :raises KeyError: if the options have no agent named ``agent``.
+        :raises Exception: whatever the agent's loader raises.
+        """
+        handler = self._handlers.get(agent)
+        if handler is None:
+            handler = self._handlers[agent] = self._options.handlers[agent]()
+        return handler
+
+    def runtime(self) -> Runtime | None:
+        """
+        The runtime, resolved at the first call; ``None`` when the options give none.
+
+        :raises Exception: whatever the factory or its loader raises.
+        """
+        runtime = self._runtime
+        if runtime is _UNSET:
+            runtime = self._runtime = resolve_runtime(self._options)
+        return runtime  # type: ignore[return-value]
+
+    def context(self, request_id: str) -> InvocationContext:
+        """
+        The context of one invocation: the options' capabilities, the runtime
+        (resolved now if it was not), and ``request_id``.
+
+        :raises Exception: whatever resolving the runtime raises.
+        """
+        options = self._options
+        return InvocationContext(
+            request_id=request_id,
+            env=options.env,
+            workspace_store=options.workspace_store,
+            session_event_store=options.session_event_store,
+            runtime=self.runtime(),
+            grants=options.grants,
+        )
 
 
 _DISCARDED_AT_MOST: Final = 1024 * 1024
@@ -1406,8 +1570,7 @@ class _Request:
         self.headers: dict[str, str] = {}
         for name, value in scope.get("headers", ()):
             self.headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-        given = self.headers.get("x-request-id", "")
-        self.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        self.request_id = choose_request_id(self.headers.get("x-request-id"))
 
 
 async def _respond(
@@ -1417,7 +1580,7 @@ async def _respond(
     body: JSON,
     extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+    data = encode_json(body)
     await send(
         {
             "type": "http.response.start",
@@ -1440,29 +1603,21 @@ async def _fail(
     message: str,
     extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    envelope: JSON = {
-        "ok": False,
-        "error": {"code": code, "message": message},
-        "request_id": request.request_id,
-    }
-    await _respond(send, request, ERROR_STATUS[code], envelope, extra)
-
-
-_UNSET: Final = object()
+    status, envelope = error_envelope(code, message, request.request_id)
+    await _respond(send, request, status, envelope, extra)
 
 
 @final
 class _ReferenceApp:
     """The reference handler: see :func:`create_app`."""
 
-    __slots__ = ("_handlers", "_options", "_runtime")
+    __slots__ = ("_loader", "_options")
 
     def __init__(self, options: InvocationOptions) -> None:
         if not isinstance(options, InvocationOptions):
             raise TypeError(f"create_app() takes InvocationOptions, got {short_repr(options)}")
         self._options = options
-        self._handlers: dict[str, Handler] = {}
-        self._runtime: object = _UNSET
+        self._loader = AgentLoader(options)
 
     def __repr__(self) -> str:
         return f"<conformkit reference invocation app for {sorted(self._options.catalog)}>"
@@ -1526,8 +1681,8 @@ class _ReferenceApp:
         if agent not in options.handlers:
             await _fail(send, request, "unknown_agent", f"no agent named {agent!r}")
             return
-        content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if not _JSON_TYPES.match(content_type):
+        content_type = request.headers.get("content-type")
+        if not is_json_content_type(content_type):
             await _fail(
                 send,
                 request,
@@ -1539,7 +1694,7 @@ class _ReferenceApp:
         if body is None:
             return
         try:
-            value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+            value = decode_json(body)
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             await _fail(send, request, "invalid_json", f"the body is not JSON: {error}")
             return
@@ -1552,25 +1707,17 @@ class _ReferenceApp:
             )
             return
         try:
-            handler = self._handler(agent)
-            runtime = self._resolve_runtime()
+            handler = self._loader.handler(agent)
+            context = self._loader.context(request.request_id)
         except Exception as error:
             await _fail(
                 send, request, "internal_error", self._hide(error, "loading the agent failed")
             )
             return
-        context = InvocationContext(
-            request_id=request.request_id,
-            env=options.env,
-            workspace_store=options.workspace_store,
-            session_event_store=options.session_event_store,
-            runtime=runtime,
-            grants=options.grants,
-        )
         try:
             result = await handler(context, value)
             envelope: JSON = {"ok": True, "result": result, "request_id": request.request_id}
-            json.dumps(envelope, allow_nan=False)
+            encode_json(envelope)
         except CommandNotGranted as error:
             await _fail(send, request, "command_not_granted", str(error))
             return
@@ -1613,28 +1760,6 @@ class _ReferenceApp:
             "body_too_large",
             f"the body is over the limit of {self._options.max_body_bytes} bytes",
         )
-
-    def _handler(self, agent: str) -> Handler:
-        # No await between the check and the store: one load, whatever runs concurrently.
-        handler = self._handlers.get(agent)
-        if handler is None:
-            handler = self._handlers[agent] = self._options.handlers[agent]()
-        return handler
-
-    def _resolve_runtime(self) -> Runtime | None:
-        runtime = self._runtime
-        if runtime is _UNSET:
-            options = self._options
-            if options.runtime is not None:
-                runtime = options.runtime
-            elif options.runtime_factory is not None:
-                runtime = options.runtime_factory()
-            elif options.runtime_factory_name is not None:
-                runtime = options.runtime_factory_module_map[options.runtime_factory_name]()()
-            else:
-                runtime = None
-            self._runtime = runtime
-        return runtime  # type: ignore[return-value]
 
 
 def create_app(options: InvocationOptions) -> ASGIApp:
