@@ -860,6 +860,21 @@ class TestHostileApps:
             reason = report.results[0].reason or ""
             assert HOSTILE[kind] in reason.splitlines()[0], (placement, reason)
 
+    @pytest.mark.anyio
+    async def test_an_answer_stands_when_the_app_fails_after_it(
+        self, live_server: LiveServer
+    ) -> None:
+        """An app that raises after its whole answer: the client has the answer."""
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"done"})
+            raise RuntimeError("failed after the answer")
+
+        async with InvocationAPI(lambda options: app, live_server).client(app) as client:
+            response = await client.get("/anything")
+        assert (response.status_code, response.text) == (200, "done")
+
     def test_an_app_that_swallows_its_cancellation_is_bounded(self) -> None:
         """Each stage of a run against it ends at its deadline's guard, on both backends."""
         code = (

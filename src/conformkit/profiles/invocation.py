@@ -518,7 +518,12 @@ class _Checked:
             body_over = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 
-        await self.app(scope, checked_receive, checked_send)
+        try:
+            await self.app(scope, checked_receive, checked_send)
+        except Exception:
+            if last is not None:  # it answered, then failed: the answer stands
+                await send(last)
+            raise
         if last is None:
             broke(
                 "the app returned without finishing its response to {request} (no body "
@@ -1519,6 +1524,8 @@ class AgentLoader:
             grants=options.grants,
         )
 
+
+# --------------------------------------------------------------------------- the reference handler
 
 _DISCARDED_AT_MOST: Final = 1024 * 1024
 """The most bytes of a refused body the reference handler reads and drops after answering."""
