@@ -1360,10 +1360,9 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
 }
 """The reference handler's error codes, and the status of each."""
 
-# --------------------------------------------------------------------------- what a host reuses
-# The rules of the reference handler that any host keeps, whatever its framework: the
-# reference handler is built on them, and a native host calls them instead of
-# re-deriving them.
+# What a host reuses: the rules of the reference handler that any host keeps, whatever
+# its framework. The reference handler is built on them, and a host on another framework
+# calls them instead of re-deriving them.
 
 _REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
 _JSON_TYPES: Final = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
@@ -1525,7 +1524,7 @@ class AgentLoader:
         )
 
 
-# --------------------------------------------------------------------------- the reference handler
+# The reference handler's own parts.
 
 _DISCARDED_AT_MOST: Final = 1024 * 1024
 """The most bytes of a refused body the reference handler reads and drops after answering."""
