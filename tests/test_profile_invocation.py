@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -39,12 +37,13 @@ from conformkit.profiles.invocation import (
     NoRuntime,
     Placement,
     ReferenceImplementation,
+    Wrapper,
     WrapperImplementation,
     create_app,
     feature,
     suite,
 )
-from conformkit.profiles.workspace import MemoryWorkspace
+from invocation_wrappers import BLOCKED_BY, broken_wrappers
 from live_servers import SERVERS, THREAD_PREFIX, serving
 
 DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "profile-invocation.md"
@@ -68,113 +67,22 @@ def live_server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
 # --------------------------------------------------------------------------- broken wrappers
 
 
-def imports_handlers_at_build(options: InvocationOptions) -> ASGIApp:
-    """Runs every handler loader when the app is built."""
-    loaded = {agent: load() for agent, load in options.handlers.items()}
-    handlers = {agent: functools.partial(lambda handler: handler, h) for agent, h in loaded.items()}
-    return create_app(replace(options, handlers=handlers))
-
-
-def loads_the_named_factory_at_build(options: InvocationOptions) -> ASGIApp:
-    """Loads the named runtime factory when the app is built."""
-    name = options.runtime_factory_name
-    if name is None:
-        return create_app(options)
-    factory = options.runtime_factory_module_map[name]()
-    return create_app(replace(options, runtime_factory_module_map={name: lambda: factory}))
-
-
-def prefers_the_factory(options: InvocationOptions) -> ASGIApp:
-    """Uses runtime_factory even when a runtime is given: precedence inverted."""
-    if options.runtime_factory is not None:
-        options = replace(options, runtime=None)
-    return create_app(options)
-
-
-def brings_its_own_workspace(options: InvocationOptions) -> ASGIApp:
-    """Gives agents a request-local workspace instead of the host's."""
-    return create_app(replace(options, workspace_store=MemoryWorkspace()))
-
-
-def reads_os_environ(options: InvocationOptions) -> ASGIApp:
-    """Lets agents see the process environment under the host's env."""
-    return create_app(replace(options, env={**os.environ, **options.env}))
-
-
-class _Everything:
-    """A collection that holds every command name."""
-
-    def __contains__(self, command: object) -> bool:
-        return True
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 1
-
-
-def grants_by_default(options: InvocationOptions) -> ASGIApp:
-    """With no grants, grants every command."""
-    grants = _Everything() if options.grants is None else options.grants
-    return create_app(replace(options, grants=grants))
-
-
-def buffers_the_body(options: InvocationOptions) -> ASGIApp:
-    """A middleware that reads the whole body before the app checks its size."""
-    inner = create_app(options)
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await inner(scope, receive, send)
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await inner(scope, replay, send)
-
-    return app
-
-
-def drops_the_request_id(options: InvocationOptions) -> ASGIApp:
-    """A proxy-like middleware that strips x-request-id from requests."""
-    inner = create_app(options)
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"x-request-id"]
-            scope = {**scope, "headers": headers}
-        await inner(scope, receive, send)
-
-    return app
-
-
 BROKEN: dict[str, tuple[Callable[[InvocationOptions], ASGIApp], set[InvocationCase]]] = {
-    "imports_handlers_at_build": (imports_handlers_at_build, {"handlers_load_lazily"}),
-    "loads_the_named_factory_at_build": (
-        loads_the_named_factory_at_build,
-        {"named_factory_loads_lazily"},
-    ),
-    "prefers_the_factory": (prefers_the_factory, {"runtime_wins_over_factory"}),
-    "brings_its_own_workspace": (brings_its_own_workspace, {"capabilities_reach_context"}),
-    "reads_os_environ": (reads_os_environ, {"env_is_host_data"}),
-    "grants_by_default": (grants_by_default, {"commands_fail_closed"}),
-    "buffers_the_body": (buffers_the_body, {"oversized_body_rejected"}),
-    "drops_the_request_id": (drops_the_request_id, {"request_id_echoed"}),
+    name: (wrapper, set(expected))
+    for name, wrapper, expected in broken_wrappers()
+    if name
+    in (
+        "imports_handlers_at_build",
+        "loads_the_named_factory_at_build",
+        "prefers_the_factory",
+        "brings_its_own_workspace",
+        "reads_os_environ",
+        "grants_by_default",
+        "buffers_the_body",
+        "drops_the_request_id",
+    )
 }
+"""The broken wrappers run in both placements here; the whole table runs in-process below."""
 
 
 def implementation(name: str, placement: Placement) -> ck.FeatureImplementation[Any, Any]:
@@ -231,6 +139,44 @@ class TestBundledImplementations:
         assert rows == [(code, str(status)) for code, status in invocation.ERROR_STATUS.items()]
 
 
+TABLE = list(broken_wrappers())
+
+
+class TestBrokenWrappers:
+    """Each wrapper that breaks one rule fails exactly the cases that own it, on both backends."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("name", "wrapper", "expected"), TABLE, ids=[row[0] for row in TABLE])
+    async def test_fails_exactly_its_cases(
+        self, name: str, wrapper: Wrapper, expected: frozenset[InvocationCase]
+    ) -> None:
+        """The report's failed cases are the expected ones, each with a reason on the page."""
+        report = await ck.run_contract(WrapperImplementation(wrapper), suite)
+        assert failed_cases(report) == expected, report
+        for result in report.results:
+            if result.status is ck.CaseStatus.FAILED:
+                reason = result.reason or ""
+                assert "(see docs/profile-invocation.md#failure-modes)" in reason, reason
+                owner = BLOCKED_BY.get((name, result.case_id))
+                if owner is None:
+                    assert "blocked:" not in reason, reason
+                else:
+                    assert "blocked: " in reason, reason
+                    assert f"{owner} owns that" in reason, reason
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", ["annotates_on_invoke", "registers_on_post"])
+    async def test_a_wrapper_that_edits_the_catalog_leaves_the_next_run_alone(
+        self, name: str
+    ) -> None:
+        """After a wrapper edited its catalog in place, the reference still passes every case."""
+        [wrapper] = [row[1] for row in TABLE if row[0] == name]
+        report = await ck.run_contract(WrapperImplementation(wrapper), suite)
+        assert failed_cases(report) == {"catalog_is_served"}, report
+        report = await ck.run_contract(ReferenceImplementation(), suite)
+        ck.assert_contract(report, require_full=True)
+
+
 class TestPlacements:
     """The same verdicts, in-process and against a live server, on asyncio and trio."""
 
@@ -250,10 +196,10 @@ class TestPlacements:
     @pytest.mark.anyio
     async def test_a_failure_says_what_and_points_at_the_page(self) -> None:
         """A broken wrapper's reason names what went wrong and the failure-modes table."""
-        report = await ck.run_contract(WrapperImplementation(buffers_the_body), suite)
-        [result] = [each for each in report.results if each.status is ck.CaseStatus.FAILED]
+        report = await ck.run_contract(WrapperImplementation(BROKEN["buffers_the_body"][0]), suite)
+        [result] = [each for each in report.results if each.case_id == "oversized_body_rejected"]
         assert result.reason is not None
-        assert "the app read 16384 bytes of it before refusing it" in result.reason
+        assert "the app read 1025 bytes of it before refusing it" in result.reason
         assert "(see docs/profile-invocation.md#failure-modes)" in result.reason
 
     @pytest.mark.anyio

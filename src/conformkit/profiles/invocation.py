@@ -10,22 +10,25 @@ plain ASGI callable, with no web framework.
 
 Passing the profile establishes, for one wrapper:
 
-- ``GET /manifest`` and ``GET /agents`` serve the static catalog;
+- ``GET /manifest`` and ``GET /agents`` serve the static catalog, which no
+  request changes;
 - ``POST /agents/{agent}/invoke`` with a JSON object answers 200 with the
   success envelope, whether the body came whole or in chunks;
 - the request ID is taken from ``x-request-id`` when given, generated
   otherwise, and echoed in the envelope, the response header and the context;
 - the stores and the runtime reach the context as the very objects passed, so
   what an agent writes lands in the host's stores; ``env`` is the very mapping
-  passed, and the process environment is invisible through it;
+  passed, left as it was, and the process environment is invisible through it;
 - ``runtime`` wins over ``runtime_factory``, which wins over
-  ``runtime_factory_name``; handler loaders and named factories load lazily,
-  at the first invocation that needs them, once;
+  ``runtime_factory_name``; handler loaders, ``runtime_factory`` and named
+  factories load lazily, at the first invocation that needs them, once;
 - bad requests get stable error envelopes with documented status codes and
   error codes (unknown agent, invalid body, a body over the limit, refused
-  without reading more than the limit, unknown routes and methods), an agent
-  that raises gets a 500 that does not leak its exception unless the host
-  allows it, and commands run only when granted.
+  without reading more than the limit, unknown routes and methods), checked in
+  a fixed order; an agent, a loader or a factory that raises gets a 500 that
+  does not leak its exception unless the host allows it; every response is
+  JSON and carries the request ID; and commands run only when granted, by
+  their whole name.
 
 It does not establish streaming responses, authentication or authorisation,
 deployment descriptors, scheduling or concurrency limits, secrets handling,
@@ -548,12 +551,15 @@ InvocationCase = Literal[
     "runtime_wins_over_factory",
     "factory_wins_over_factory_name",
     "named_factory_loads_lazily",
+    "runtime_factory_called_lazily",
     "handlers_load_lazily",
     "unknown_agent_rejected",
     "invalid_body_rejected",
     "oversized_body_rejected",
     "unknown_route_rejected",
     "agent_error_contained",
+    "load_errors_contained",
+    "checks_run_in_order",
     "commands_fail_closed",
 ]
 """The names of the profile's cases."""
@@ -592,16 +598,23 @@ _LIMIT: Final = 1024
 class _Metered:
     """
     The app under test, fed the request body in pieces of at most ``_CHUNK`` bytes,
-    counting the body bytes it pulled for each request before it started its
-    response: the same in every placement. What it reads after answering (the rest
-    of a refused body, discarded) is not counted.
+    counting the body bytes it pulled for each request: the same in every placement.
     """
 
-    __slots__ = ("app", "pulled")
+    __slots__ = ("app", "before_response", "pulled")
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.pulled: list[int] = []
+        self.before_response: list[int | None] = []
+        """For each request, the body bytes pulled when the response started, if it did."""
+
+    def read_before_response(self, index: int) -> int:
+        """The body bytes request ``index`` pulled before its response started, or in all."""
+        if index >= len(self.pulled):
+            return 0
+        before = self.before_response[index]
+        return self.pulled[index] if before is None else before
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":
@@ -609,9 +622,9 @@ class _Metered:
             return
         index = len(self.pulled)
         self.pulled.append(0)
+        self.before_response.append(None)
         pending = b""
         more = True
-        answered = False
 
         async def metered() -> _Message:
             nonlocal pending, more
@@ -624,43 +637,46 @@ class _Metered:
                 pending = bytes(message.get("body", b""))
                 more = bool(message.get("more_body", False))
             piece, pending = pending[:_CHUNK], pending[_CHUNK:]
-            if not answered:
-                self.pulled[index] += len(piece)
+            self.pulled[index] += len(piece)
             return {"type": "http.request", "body": piece, "more_body": bool(pending) or more}
 
-        async def watched(message: _Message) -> None:
-            nonlocal answered
-            answered = answered or message.get("type") == "http.response.start"
+        async def noted(message: _Message) -> None:
+            if message["type"] == "http.response.start" and self.before_response[index] is None:
+                self.before_response[index] = self.pulled[index]
             await send(message)
 
-        await self.app(scope, metered, watched)
+        await self.app(scope, metered, noted)
 
 
 @final
 class _Runtime:
     """A runtime that records the commands it runs."""
 
-    __slots__ = ("label", "ran")
+    __slots__ = ("label", "ran", "run_tag")
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, run_tag: str) -> None:
         self.label = label
+        self.run_tag = run_tag
         self.ran: list[tuple[str, tuple[str, ...]]] = []
 
     def __repr__(self) -> str:
-        return f"<runtime {self.label!r}>"
+        # The tag tells one case's runtime from another's, were a wrapper to keep one.
+        return f"<runtime {self.label!r} of case run {self.run_tag}>"
 
     async def run(self, command: str, *args: str) -> JSON:
         self.ran.append((command, args))
         return {"runtime": self.label, "command": command, "args": list(args)}
 
 
-_CATALOG: Final[dict[str, dict[str, JSON]]] = {
-    "echo": {"description": "Returns its input.", "version": "1.0"},
-    "writer": {"description": "Writes through the stores in its context."},
-    "env": {"description": "Returns the env it sees."},
-    "fails": {"description": "Raises."},
-    "command": {"description": "Runs a command through its context.", "tags": ["tools"]},
-}
+def _catalog() -> dict[str, dict[str, JSON]]:
+    """A fresh copy of the cases' catalog: a wrapper that edits one in place edits only its own."""
+    return {
+        "echo": {"description": "Returns its input.", "version": "1.0"},
+        "writer": {"description": "Writes through the stores in its context."},
+        "env": {"description": "Returns the env it sees."},
+        "fails": {"description": "Raises."},
+        "command": {"description": "Runs a command through its context.", "tags": ["tools"]},
+    }
 
 
 @final
@@ -674,21 +690,25 @@ class _Probe:
         self.factory_calls: list[str] = []
         self.runtimes: dict[str, _Runtime] = {}
         self.secret = f"secret-{uuid.uuid4().hex}"
+        self.run_tag = uuid.uuid4().hex[:6]
         self.workspace = MemoryWorkspace()
         self.session_events = MemorySessionEvents()
         self.env: dict[str, str] = {"GREETING": "hello", "REGION": "eu-west"}
+        self.catalog = _catalog()
 
     def context(self) -> InvocationContext:
         """The context of the last invocation the agent's handler got; there must be one."""
         if not self.contexts:
             raise AssertionError(
                 "the invocation answered 200, but no agent's handler was called: the wrapper "
-                "answered for it"
+                "answered for it, or called a handler it kept from an app it built before"
             )
         return self.contexts[-1]
 
     def runtime(self, label: str) -> _Runtime:
-        return self.runtimes.setdefault(label, _Runtime(label))
+        if label not in self.runtimes:
+            self.runtimes[label] = _Runtime(label, self.run_tag)
+        return self.runtimes[label]
 
     def factory(self, label: str) -> Callable[[], Runtime]:
         def make() -> Runtime:
@@ -703,6 +723,20 @@ class _Probe:
             return self.factory(label)
 
         return load
+
+    def failing_loader(self) -> Callable[[], Handler]:
+        def load() -> Handler:
+            self.loaded.append("failing")
+            raise ImportError(f"the loader failed: {self.secret}")
+
+        return load
+
+    def failing_factory(self) -> Callable[[], Runtime]:
+        def make() -> Runtime:
+            self.factory_calls.append("failing")
+            raise RuntimeError(f"the runtime factory failed: {self.secret}")
+
+        return make
 
     def loader(self, agent: str) -> Callable[[], Handler]:
         handler = getattr(self, f"_agent_{agent}")
@@ -742,8 +776,8 @@ class _Probe:
 
     def options(self, **overrides: Any) -> InvocationOptions:
         settings: dict[str, Any] = {
-            "catalog": _CATALOG,
-            "handlers": {agent: self.loader(agent) for agent in _CATALOG},
+            "catalog": self.catalog,
+            "handlers": {agent: self.loader(agent) for agent in self.catalog},
             "env": self.env,
             "workspace_store": self.workspace,
             "session_event_store": self.session_events,
@@ -817,6 +851,14 @@ async def _invoke(
     return response, envelope
 
 
+async def _answered(what: str, request: Awaitable[httpx.Response]) -> httpx.Response:
+    """The response; an app that raised instead of answering fails with what it raised."""
+    try:
+        return await request
+    except Exception as error:
+        raise AssertionError(f"{what}: the app raised {error!r} instead of answering") from error
+
+
 def _expect_error(
     response: httpx.Response, what: str, status: int, code: str, *, leak: str | None = None
 ) -> dict[str, Any]:
@@ -849,38 +891,68 @@ def _expect_error(
     return envelope
 
 
+async def _served_catalog(client: httpx.AsyncClient, when: str) -> None:
+    """The manifest and the listing are the catalog as the case gave it, unchanged."""
+    catalog = _catalog()
+    for path, expected in (
+        ("/manifest", {"agents": catalog}),
+        ("/agents", {"agents": [{"name": name, **entry} for name, entry in catalog.items()]}),
+    ):
+        response = await client.get(path)
+        served = _json(response, f"GET {path}{when}")
+        if response.status_code != 200 or served != expected:
+            raise AssertionError(
+                f"GET {path}{when}: expected 200 with {short_repr(expected)}, got "
+                f"{response.status_code} with {short_repr(served)}"
+            )
+
+
 @suite.case("catalog_is_served")
 async def _catalog_is_served(api: InvocationAPI) -> None:
     with _SEE:
         probe = _Probe()
         app = await _build(api, probe.options())
         async with api.client(app) as client:
-            response = await client.get("/manifest")
-            manifest = _json(response, "GET /manifest")
-            expected: object = {"agents": _CATALOG}
-            if response.status_code != 200 or manifest != expected:
-                raise AssertionError(
-                    f"GET /manifest: expected 200 with {short_repr(expected)}, got "
-                    f"{response.status_code} with {short_repr(manifest)}"
+            await _served_catalog(client, "")
+            # Requests that must leave the catalog as it is: listing it again, an
+            # invocation, and a POST to the listing, which is no registration. How the
+            # last two are answered is other cases' business.
+            await _served_catalog(client, " after a first listing")
+            with contextlib.suppress(Exception):
+                await _post(client, "echo", {"text": "hi"}, {"x-request-id": "catalog-check"})
+            with contextlib.suppress(Exception):
+                await client.post(
+                    "/agents",
+                    content=_json_body({"name": "intruder", "description": "Not in the catalog."}),
+                    headers=_JSON_HEADERS,
                 )
-            response = await client.get("/agents")
-            listing = _json(response, "GET /agents")
-            expected = {"agents": [{"name": name, **entry} for name, entry in _CATALOG.items()]}
-            if response.status_code != 200 or listing != expected:
-                raise AssertionError(
-                    f"GET /agents: expected 200 with {short_repr(expected)}, got "
-                    f"{response.status_code} with {short_repr(listing)}"
-                )
+            await _served_catalog(client, " after an invocation and a POST /agents")
+        if probe.catalog != _catalog():
+            raise AssertionError(
+                f"serving requests changed the host's catalog in place: it now holds "
+                f"{short_repr(probe.catalog)}"
+            )
 
 
 async def _post_chunks(
-    client: httpx.AsyncClient, path: str, data: bytes, size: int
+    client: httpx.AsyncClient,
+    path: str,
+    data: bytes,
+    size: int,
+    *,
+    sized: bool = False,
+    headers: Mapping[str, str] = _JSON_HEADERS,
+    method: str = "POST",
 ) -> httpx.Response:
-    """POST ``data`` in pieces of ``size`` bytes, with no content-length: chunked on the wire."""
+    """
+    Send ``data`` in pieces of ``size`` bytes: chunked on the wire, or with a
+    content-length if ``sized``. Any body an app may refuse half-way goes this way.
+    """
     import httpx
 
     class Chunks(httpx.AsyncByteStream):
-        # An iterator, not an async generator: one refused half-way is not left unfinished.
+        # An iterator, not an async generator (as httpx's own streams are): one
+        # refused half-way is not left unfinished, for trio to warn about.
         def __init__(self) -> None:
             self._pieces = iter([data[start : start + size] for start in range(0, len(data), size)])
 
@@ -893,9 +965,12 @@ async def _post_chunks(
             except StopIteration:
                 raise StopAsyncIteration from None
 
-    request = client.build_request("POST", path, headers=_JSON_HEADERS)
+    request = client.build_request(method, path, headers=headers)
     request.headers.pop("content-length", None)
-    request.headers["transfer-encoding"] = "chunked"
+    if sized:
+        request.headers["content-length"] = str(len(data))
+    else:
+        request.headers["transfer-encoding"] = "chunked"
     request.stream = Chunks()
     return await client.send(request)
 
@@ -907,15 +982,19 @@ async def _invoke_returns_envelope(api: InvocationAPI) -> None:
         app = await _build(api, probe.options())
         body: JSON = {"text": "héllo", "numbers": [1, 2.5, None], "nested": {"flag": True}}
         async with api.client(app) as client:
-            for how in ("whole", "in chunks"):
+            for how in ("whole", "in chunks", *_JSON_VARIANTS):
                 if how == "whole":
                     response = await _post(client, "echo", body)
-                else:
+                elif how == "in chunks":
                     response = await _post_chunks(
                         client, "/agents/echo/invoke", _json_body(body), 7
                     )
+                else:
+                    response = await _post(client, "echo", body, {"content-type": how})
+                    how = f"whole, with the content type {how!r}"
                 what = f"POST /agents/echo/invoke with a JSON object sent {how}"
                 envelope = _json(response, what)
+                _expect_json_type(response, what)
                 if response.status_code != 200:
                     raise AssertionError(
                         f"{what}: expected 200, got {response.status_code} with "
@@ -937,6 +1016,26 @@ async def _invoke_returns_envelope(api: InvocationAPI) -> None:
                         f"{what}: expected the result {short_repr({'input': body})}, got "
                         f"{short_repr(envelope['result'])}"
                     )
+            for method, path, headers in (
+                ("GET", "/manifest", {}),
+                ("GET", "/agents", {}),
+                ("POST", "/agents/echo/invoke", {"content-type": "text/plain"}),
+            ):
+                response = await client.request(method, path, content=b"{}", headers=headers)
+                _expect_json_type(response, f"{method} {path} with {short_repr(headers)}")
+
+
+_JSON_VARIANTS: Final = ("application/json; charset=utf-8", "application/vnd.conformkit+json")
+"""Content types an invocation's body may come with, besides ``application/json``."""
+
+
+def _expect_json_type(response: httpx.Response, what: str) -> None:
+    given = response.headers.get("content-type", "")
+    if given.partition(";")[0].strip().lower() != "application/json":
+        raise AssertionError(
+            f"{what}: expected the content type application/json, got "
+            f"{given or 'none'!r} with {short_repr(response.content)}"
+        )
 
 
 @suite.case("request_id_echoed")
@@ -970,12 +1069,58 @@ async def _request_id_echoed(api: InvocationAPI) -> None:
                 raise AssertionError(
                     f"without x-request-id: two requests got the same ID {generated[0]!r}"
                 )
-            response = await _post(client, "nobody", {}, {"x-request-id": given})
-            envelope = _json(response, "POST /agents/nobody/invoke")
-            if not isinstance(envelope, dict) or envelope.get("request_id") != given:
+            longest = "r" * 128
+            response, envelope = await _invoke(client, "echo", {}, {"x-request-id": longest})
+            got = (
+                envelope.get("request_id"),
+                response.headers.get("x-request-id"),
+                probe.context().request_id,
+            )
+            if got != (longest, longest, longest):
                 raise AssertionError(
-                    f"an error envelope with x-request-id {given!r}: expected it echoed, got "
-                    f"{short_repr(envelope)}"
+                    f"with an x-request-id of 128 visible characters, the longest kept: expected "
+                    f"it in the envelope, the response header and the context; got "
+                    f"{short_repr(got[0])}, {short_repr(got[1])} and {short_repr(got[2])}"
+                )
+            for refused, why in (("r" * 129, "129 characters"), ("a b c", "spaces")):
+                response, envelope = await _invoke(client, "echo", {}, {"x-request-id": refused})
+                rid = envelope.get("request_id")
+                got = (rid, response.headers.get("x-request-id"), probe.context().request_id)
+                if rid == refused or not isinstance(rid, str) or got != (rid, rid, rid):
+                    raise AssertionError(
+                        f"with an x-request-id of {why}, which is not a valid ID: expected a "
+                        f"generated ID in the envelope, the response header and the context; got "
+                        f"{short_repr(got[0])}, {short_repr(got[1])} and {short_repr(got[2])}"
+                    )
+            echoed = 0
+            # Any refusal echoes the ID; several are tried, so that one whose own case
+            # fails (an unknown agent answered with a crash) does not fail this one.
+            for method, path, headers in (
+                ("POST", "/agents/nobody/invoke", _JSON_HEADERS),
+                ("POST", "/agents/echo/invoke", {"content-type": "text/plain"}),
+                ("GET", "/agents/echo/invoke", {}),
+            ):
+                what = f"a refused {method} {path}, with x-request-id {given!r}"
+                try:
+                    response = await client.request(
+                        method, path, content=b"{}", headers={**headers, "x-request-id": given}
+                    )
+                    envelope = response.json()
+                except Exception:  # the case that owns this refusal fails on it
+                    continue
+                if response.status_code < 400 or not isinstance(envelope, dict):
+                    continue
+                echoed += 1
+                echoes = (envelope.get("request_id"), response.headers.get("x-request-id"))
+                if echoes != (given, given):
+                    raise AssertionError(
+                        f"{what}: expected the ID in the error envelope and the response header, "
+                        f"got {echoes[0]!r} and {echoes[1]!r}"
+                    )
+            if not echoed:
+                raise AssertionError(
+                    "blocked: no refused request answered with an error envelope; "
+                    "unknown_agent_rejected owns that"
                 )
 
 
@@ -1004,9 +1149,14 @@ async def _capabilities_reach_context(api: InvocationAPI) -> None:
         ):
             got = getattr(context, name)
             if got is not expected:
+                kept = (
+                    "; the wrapper kept it from an app it built for an earlier case"
+                    if isinstance(got, _Runtime) and got.run_tag != probe.run_tag
+                    else ""
+                )
                 raise AssertionError(
                     f"the context's {name} is {short_repr(got)}, not the object the host "
-                    f"passed ({short_repr(expected)})"
+                    f"passed ({short_repr(expected)}){kept}"
                 )
 
 
@@ -1019,27 +1169,41 @@ async def _env_is_host_data(api: InvocationAPI) -> None:
 
     with _SEE:
         probe = _Probe()
+        given = dict(probe.env)
         name = f"{_ENV_PROBE}_{uuid.uuid4().hex[:8].upper()}"
         os.environ[name] = "ambient"
         try:
             app = await _build(api, probe.options())
+            _expect_env_unchanged(probe, given, "building the app")
             async with api.client(app) as client:
-                _, envelope = await _invoke(client, "env", {})
+                for invocation in ("a first", "a second"):
+                    _, envelope = await _invoke(client, "env", {})
+                    context = probe.context()
+                    if context.env is not probe.env:
+                        raise AssertionError(
+                            f"the context's env is {short_repr(context.env)}, not the mapping "
+                            f"the host passed ({short_repr(probe.env)})"
+                        )
+                    seen = envelope.get("result")
+                    if seen != {"env": given}:
+                        raise AssertionError(
+                            f"{invocation} invocation: the agent saw the env {short_repr(seen)}, "
+                            f"expected exactly the host's {short_repr({'env': given})}; {name} is "
+                            f"set only in os.environ"
+                        )
+                    _expect_env_unchanged(probe, given, f"{invocation} invocation")
         finally:
             del os.environ[name]
-        context = probe.context()
-        if context.env is not probe.env:
-            raise AssertionError(
-                f"the context's env is {short_repr(context.env)}, not the mapping the host "
-                f"passed ({short_repr(probe.env)})"
-            )
-        seen = envelope.get("result")
-        expected = {"env": probe.env}
-        if seen != expected:
-            raise AssertionError(
-                f"the agent saw the env {short_repr(seen)}, expected exactly the host's "
-                f"{short_repr(expected)}; {name} is set only in os.environ"
-            )
+
+
+def _expect_env_unchanged(probe: _Probe, given: dict[str, str], when: str) -> None:
+    if probe.env != given:
+        added = sorted(set(probe.env) - set(given))
+        changed = sorted(key for key in given if probe.env.get(key) != given[key])
+        raise AssertionError(
+            f"{when} wrote into the host's env mapping: added {short_repr(added)}, changed or "
+            f"removed {short_repr(changed)}; it is the host's data, read-only to the wrapper"
+        )
 
 
 async def _runtime_seen(api: InvocationAPI, probe: _Probe, options: InvocationOptions) -> object:
@@ -1129,8 +1293,37 @@ async def _named_factory_loads_lazily(api: InvocationAPI) -> None:
                 await _invoke(client, "echo", {})
             if len(probe.factory_loads) != loads:
                 raise AssertionError(
-                    f"{form} won over runtime_factory_name, yet the named factory was loaded "
-                    f"({probe.factory_loads[loads:]})"
+                    f"with {form} given, which wins over runtime_factory_name, the named "
+                    f"factory was loaded ({probe.factory_loads[loads:]})"
+                )
+
+
+@suite.case("runtime_factory_called_lazily")
+async def _runtime_factory_called_lazily(api: InvocationAPI) -> None:
+    with _SEE:
+        probe = _Probe()
+        app = await _build(api, probe.options(runtime=None, runtime_factory=probe.factory("f")))
+        if probe.factory_calls:
+            raise AssertionError(
+                "building the app called runtime_factory(); it should be called when an "
+                "invocation first needs the runtime"
+            )
+        async with api.client(app) as client:
+            await client.get("/manifest")
+            await client.get("/agents")
+            if probe.factory_calls:
+                raise AssertionError("serving the catalog called runtime_factory()")
+            for _ in range(2):
+                await _invoke(client, "echo", {})
+            if probe.factory_calls != ["f"]:
+                raise AssertionError(
+                    f"after two invocations: expected runtime_factory() called once, it was "
+                    f"called {len(probe.factory_calls)} times"
+                )
+            if probe.context().runtime is not probe.runtime("f"):
+                raise AssertionError(
+                    f"with only runtime_factory: the context got "
+                    f"{short_repr(probe.context().runtime)}, expected what the factory made"
                 )
 
 
@@ -1173,15 +1366,25 @@ async def _unknown_agent_rejected(api: InvocationAPI) -> None:
         app = await _build(api, probe.options())
         async with api.client(app) as client:
             for agent in ("nobody", "Echo", "echo.v2"):
-                response = await _post(client, agent, {"text": "hi"})
-                _expect_error(response, f"POST /agents/{agent}/invoke", 404, "unknown_agent")
+                what = f"POST /agents/{agent}/invoke"
+                index = len(app.pulled)
+                response = await _answered(what, _post(client, agent, {"text": "hi"}))
+                _expect_error(response, what, 404, "unknown_agent")
+                read = app.read_before_response(index)
+                if read:
+                    raise AssertionError(
+                        f"{what}: the app read {read} bytes of the body before refusing the "
+                        f"unknown agent; it should refuse it before reading any"
+                    )
 
 
 @suite.case("invalid_body_rejected")
 async def _invalid_body_rejected(api: InvocationAPI) -> None:
     with _SEE:
         probe = _Probe()
-        app = await _build(api, probe.options())
+        app = await _build(api, probe.options(runtime=None, runtime_factory=probe.factory("f")))
+        # What loads when the app is built is another case's.
+        called, loaded = len(probe.factory_calls), len(probe.loaded)
         async with api.client(app) as client:
             for content, what, status, code in (
                 (b"{not json", "a body that is not JSON", 400, "invalid_json"),
@@ -1213,6 +1416,12 @@ async def _invalid_body_rejected(api: InvocationAPI) -> None:
                 )
         if probe.contexts:
             raise AssertionError(f"an invalid body reached the agent ({len(probe.contexts)} times)")
+        if len(probe.loaded) > loaded or len(probe.factory_calls) > called:
+            raise AssertionError(
+                f"refused requests ran the handler loaders of {probe.loaded[loaded:]} and called "
+                f"runtime_factory() {len(probe.factory_calls) - called} times; a request is "
+                f"refused before anything loads"
+            )
 
 
 def _padded(size: int) -> bytes:
@@ -1243,18 +1452,24 @@ async def _oversized_body_rejected(api: InvocationAPI) -> None:
             ):
                 what = f"a body of {len(content)} bytes {how}, over max_body_bytes {_LIMIT}"
                 pulled = len(app.pulled)
-                if how.startswith("in chunks"):
-                    response = await _post_chunks(client, "/agents/echo/invoke", content, 1024)
-                else:
-                    response = await client.post(
-                        "/agents/echo/invoke", content=content, headers=_JSON_HEADERS
-                    )
+                response = await _post_chunks(
+                    client,
+                    "/agents/echo/invoke",
+                    content,
+                    1024,
+                    sized=not how.startswith("in chunks"),
+                )
                 _expect_error(response, what, 413, "body_too_large")
-                read = app.pulled[pulled] if len(app.pulled) > pulled else 0
-                if read > _LIMIT + _CHUNK:
+                read = app.read_before_response(pulled)
+                if how.startswith("in chunks") and read > _LIMIT + _CHUNK:
                     raise AssertionError(
                         f"{what}: the app read {read} bytes of it before refusing it; it "
                         f"should stop once it has more than {_LIMIT}"
+                    )
+                if not how.startswith("in chunks") and read:
+                    raise AssertionError(
+                        f"{what}: the app read {read} bytes of it before refusing it; its "
+                        f"content-length says it is over the limit before any is read"
                     )
         if len(probe.contexts) != 1:
             raise AssertionError("a body over the limit reached the agent")
@@ -1270,6 +1485,7 @@ async def _unknown_route_rejected(api: InvocationAPI) -> None:
                 ("GET", "/agents/echo/invoke", "POST"),
                 ("PUT", "/agents/echo/invoke", "POST"),
                 ("POST", "/manifest", "GET"),
+                ("POST", "/agents", "GET"),
                 ("DELETE", "/agents", "GET"),
             ):
                 response = await client.request(method, path, headers=_JSON_HEADERS)
@@ -1304,6 +1520,10 @@ async def _agent_error_contained(api: InvocationAPI) -> None:
             envelope = _expect_error(
                 response, what, 500, "agent_error", leak=None if expose else probe.secret
             )
+            if any(frame in response.text for frame in _FRAMES):
+                raise AssertionError(
+                    f"{what}: the response shows stack frames: {short_repr(response.text)}"
+                )
             if expose and probe.secret not in envelope["error"]["message"]:
                 raise AssertionError(
                     f"{what}: expected the error message to show the exception, got "
@@ -1311,35 +1531,194 @@ async def _agent_error_contained(api: InvocationAPI) -> None:
                 )
 
 
+_FRAMES: Final = ("Traceback (most recent call last)", 'File "')
+"""What shows a stack frame in a response."""
+
+
+@suite.case("load_errors_contained")
+async def _load_errors_contained(api: InvocationAPI) -> None:
+    with _SEE:
+        probe = _Probe()
+        for what, overrides in (
+            (
+                "a handler loader that raised",
+                {"handlers": {**probe.options().handlers, "echo": probe.failing_loader()}},
+            ),
+            (
+                "a runtime factory that raised",
+                {"runtime": None, "runtime_factory": probe.failing_factory()},
+            ),
+        ):
+            for expose in (False, True):
+                options = probe.options(expose_errors=expose, **overrides)
+                loads, calls = len(probe.loaded), len(probe.factory_calls)
+                try:
+                    app = _Metered(api.build(options))
+                except Exception as error:
+                    owner = (
+                        "handlers_load_lazily"
+                        if "failing" in probe.loaded[loads:]
+                        else "runtime_factory_called_lazily"
+                        if "failing" in probe.factory_calls[calls:]
+                        else None
+                    )
+                    if owner is None:
+                        raise AssertionError(
+                            f"blocked: the wrapper {callable_name(api.wrapper)} raised "
+                            f"{error!r} building the app; the wrapper owns that"
+                        ) from error
+                    raise AssertionError(
+                        f"blocked: {what}: the wrapper called it when it built the app, which "
+                        f"raised {error!r}; {owner} owns that"
+                    ) from error
+                async with api.client(app) as client:
+                    response = await _answered(what, _post(client, "echo", {}))
+                said = f"{what}, with expose_errors={expose}"
+                envelope = _expect_error(
+                    response, said, 500, "internal_error", leak=None if expose else probe.secret
+                )
+                if expose and probe.secret not in envelope["error"]["message"]:
+                    raise AssertionError(
+                        f"{said}: expected the error message to show the exception, got "
+                        f"{envelope['error']['message']!r}"
+                    )
+
+
+_ORDER_OWNERS: Final = {
+    "not_found": "unknown_route_rejected",
+    "method_not_allowed": "unknown_route_rejected",
+    "unknown_agent": "unknown_agent_rejected",
+    "unsupported_media_type": "invalid_body_rejected",
+    "body_too_large": "oversized_body_rejected",
+}
+
+
+_Sent: TypeAlias = tuple[str, str, Mapping[str, str], bytes]
+"""A request the order case sends: method, path, headers, body."""
+
+
+@suite.case("checks_run_in_order")
+async def _checks_run_in_order(api: InvocationAPI) -> None:
+    with _SEE:
+        probe = _Probe()
+        app = await _build(api, probe.options(max_body_bytes=_LIMIT))
+        text = {"content-type": "text/plain"}
+        big, big_object = b"x" * (16 * _LIMIT), _padded(16 * _LIMIT)
+        echo, nobody = "/agents/echo/invoke", "/agents/nobody/invoke"
+        # Each row: the earlier check, the later one, a request that fails both, and
+        # one that fails only the earlier, which must be refused on its own first.
+        rows: tuple[tuple[str, str, _Sent, _Sent], ...] = (
+            (
+                "not_found",
+                "method_not_allowed",
+                ("PUT", "/nowhere", _JSON_HEADERS, b"{}"),
+                ("GET", "/nowhere", {}, b""),
+            ),
+            (
+                "method_not_allowed",
+                "unknown_agent",
+                ("GET", nobody, {}, b""),
+                ("GET", echo, {}, b""),
+            ),
+            (
+                "unknown_agent",
+                "unsupported_media_type",
+                ("POST", nobody, text, b"x"),
+                ("POST", nobody, _JSON_HEADERS, b"{}"),
+            ),
+            (
+                "unsupported_media_type",
+                "body_too_large",
+                ("POST", echo, text, big),
+                ("POST", echo, text, b"{}"),
+            ),
+            (
+                "unsupported_media_type",
+                "invalid_json",
+                ("POST", echo, text, b"{nope"),
+                ("POST", echo, text, b"{}"),
+            ),
+            (
+                "body_too_large",
+                "invalid_json",
+                ("POST", echo, _JSON_HEADERS, big),
+                ("POST", echo, _JSON_HEADERS, big_object),
+            ),
+        )
+
+        async def refusal(request: _Sent) -> tuple[object, str]:
+            method, path, headers, content = request
+            try:
+                response = await _post_chunks(
+                    client, path, content, 1024, sized=True, headers=headers, method=method
+                )
+            except Exception as error:  # the app raised: the earlier check's case says so
+                return None, f"the app raised {error!r}"
+            code: object = None
+            with contextlib.suppress(Exception):
+                code = response.json()["error"]["code"]
+            return code, f"{response.status_code} with {short_repr(response.content)}"
+
+        def said(request: _Sent) -> str:
+            method, path, headers, content = request
+            kind = headers.get("content-type", "no content type")
+            return f"{method} {path} with {kind} and {len(content)} bytes"
+
+        async with api.client(app) as client:
+            for first, then, both, alone in rows:
+                code, got = await refusal(alone)
+                if code != first:
+                    raise AssertionError(
+                        f"blocked: {said(alone)}: expected {first}, got {got}; "
+                        f"{_ORDER_OWNERS[first]} owns that"
+                    )
+                code, got = await refusal(both)
+                if code != first:
+                    raise AssertionError(
+                        f"{said(both)}, which fails the {first} and the {then} checks: expected "
+                        f"{first}, got {got}: the checks run in the order route, method, agent, "
+                        f"content type, size, JSON"
+                    )
+
+
 @suite.case("commands_fail_closed")
 async def _commands_fail_closed(api: InvocationAPI) -> None:
     with _SEE:
         probe = _Probe()
         runtime = probe.runtime("given")
-        app = await _build(api, probe.options())
-        async with api.client(app) as client:
-            response = await _post(client, "command", {"command": "deploy", "args": ["prod"]})
-        _expect_error(
-            response, "with no grants, an agent running 'deploy'", 403, "command_not_granted"
-        )
-        if runtime.ran:
-            raise AssertionError(f"with no grants, the runtime ran {runtime.ran}")
+        for grants, how in ((None, "no grants"), (frozenset(), "an empty grant set")):
+            app = await _build(api, probe.options(grants=grants))
+            async with api.client(app) as client:
+                response = await _post(client, "command", {"command": "deploy", "args": ["prod"]})
+            what = f"with {how}, an agent running 'deploy'"
+            _expect_error(response, what, 403, "command_not_granted")
+            if runtime.ran:
+                raise AssertionError(f"with {how}, the runtime ran {runtime.ran}")
         app = await _build(api, probe.options(grants=frozenset({"build"})))
         async with api.client(app) as client:
-            await _invoke(client, "command", {"command": "build", "args": ["x"]})
-            if runtime.ran != [("build", ("x",))]:
+            response = await _post(client, "command", {"command": "build", "args": ["x"]})
+            seen = probe.contexts[-1].runtime if probe.contexts else runtime
+            if seen is not runtime:
                 raise AssertionError(
-                    f"with 'build' granted, an agent running it: expected the runtime to run "
-                    f"('build', ('x',)), it ran {runtime.ran}"
+                    f"blocked: with 'build' granted, running it answered "
+                    f"{response.status_code}; the context's runtime is {short_repr(seen)}, "
+                    f"not the one the host passed; capabilities_reach_context owns that"
                 )
-            response = await _post(client, "command", {"command": "deploy", "args": []})
-        _expect_error(
-            response,
-            "with only 'build' granted, an agent running 'deploy'",
-            403,
-            "command_not_granted",
-        )
-        if runtime.ran != [("build", ("x",))]:
+            await _invoke(client, "command", {"command": "build", "args": ["y"]})
+            if runtime.ran != [("build", ("x",)), ("build", ("y",))]:
+                raise AssertionError(
+                    f"with 'build' granted, an agent running it twice: expected the runtime to "
+                    f"run ('build', ('x',)) then ('build', ('y',)), it ran {runtime.ran}"
+                )
+            for command in ("deploy", "build-and-deploy", "buil", "BUILD"):
+                response = await _post(client, "command", {"command": command, "args": []})
+                _expect_error(
+                    response,
+                    f"with only 'build' granted, an agent running {command!r}",
+                    403,
+                    "command_not_granted",
+                )
+        if len(runtime.ran) != 2:
             raise AssertionError(f"with only 'build' granted, the runtime ran {runtime.ran}")
 
 
