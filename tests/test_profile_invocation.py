@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.from_thread
@@ -67,35 +67,11 @@ def live_server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
 # --------------------------------------------------------------------------- broken wrappers
 
 
-BROKEN: dict[str, tuple[Callable[[InvocationOptions], ASGIApp], set[InvocationCase]]] = {
-    name: (wrapper, set(expected))
-    for name, wrapper, expected in broken_wrappers()
-    if name
-    in (
-        "imports_handlers_at_build",
-        "loads_the_named_factory_at_build",
-        "prefers_the_factory",
-        "brings_its_own_workspace",
-        "reads_os_environ",
-        "grants_by_default",
-        "buffers_the_body",
-        "drops_the_request_id",
-    )
-}
-"""The broken wrappers run in both placements here; the whole table runs in-process below."""
-
-
 def implementation(name: str, placement: Placement) -> ck.FeatureImplementation[Any, Any]:
-    """A bundled implementation, or a broken wrapper, reaching its apps through ``placement``."""
+    """A bundled implementation, reaching its apps through ``placement``."""
     if name == "reference":
         return ReferenceImplementation(placement)
-    if name == "mounted":
-        return MountedReferenceImplementation(placement)
-    return WrapperImplementation(BROKEN[name][0], placement=placement)
-
-
-def expected_failures(name: str) -> set[InvocationCase]:
-    return set() if name in ("reference", "mounted") else BROKEN[name][1]
+    return MountedReferenceImplementation(placement)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -177,26 +153,56 @@ class TestBrokenWrappers:
         ck.assert_contract(report, require_full=True)
 
 
+class TestTheTableLive:
+    """The whole table of broken wrappers, over uvicorn and hypercorn, on asyncio and trio."""
+
+    @pytest.mark.parametrize(
+        ("index", "name", "wrapper", "expected"),
+        [(index, *row) for index, row in enumerate(TABLE)],
+        ids=[row[0] for row in TABLE],
+    )
+    def test_fails_exactly_its_cases_live(
+        self,
+        index: int,
+        name: str,
+        wrapper: Wrapper,
+        expected: frozenset[InvocationCase],
+        live_server: LiveServer,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        """
+        Each wrapper fails exactly its cases on each server, the backend alternating
+        from one wrapper to the next and from one server to the other: each server
+        serves half the table from asyncio and half from trio, in seconds.
+        """
+        server = sorted(SERVERS).index(request.node.callspec.params["live_server"])
+        backend: Literal["asyncio", "trio"] = "trio" if (index + server) % 2 else "asyncio"
+        implementation = WrapperImplementation(wrapper, placement=live_server)
+        report = ck.run_contract_sync(implementation, suite, backend=backend)
+        assert failed_cases(report) == expected, (backend, report)
+
+
 class TestPlacements:
-    """The same verdicts, in-process and against a live server, on asyncio and trio."""
+    """The same verdicts in-process and against a live server, on asyncio and trio."""
 
     @pytest.mark.anyio
-    @pytest.mark.parametrize("name", ["reference", "mounted", *BROKEN])
+    @pytest.mark.parametrize("name", ["reference", "mounted"])
     async def test_same_verdicts_in_process_and_live(
         self, name: str, live_server: LiveServer
     ) -> None:
-        """Each wrapper fails exactly its expected cases, in-process and over loopback."""
+        """Each bundled wrapper passes every case, in-process and over loopback."""
         in_process = await ck.run_contract(implementation(name, InProcess()), suite)
         live = await ck.run_contract(implementation(name, live_server), suite)
-        assert failed_cases(in_process) == expected_failures(name), in_process
-        assert failed_cases(live) == expected_failures(name), live
+        assert failed_cases(in_process) == set(), in_process
+        assert failed_cases(live) == set(), live
         statuses = [(result.case_id, result.status) for result in in_process.results]
         assert [(result.case_id, result.status) for result in live.results] == statuses
 
     @pytest.mark.anyio
     async def test_a_failure_says_what_and_points_at_the_page(self) -> None:
         """A broken wrapper's reason names what went wrong and the failure-modes table."""
-        report = await ck.run_contract(WrapperImplementation(BROKEN["buffers_the_body"][0]), suite)
+        [wrapper] = [row[1] for row in TABLE if row[0] == "buffers_the_body"]
+        report = await ck.run_contract(WrapperImplementation(wrapper), suite)
         [result] = [each for each in report.results if each.case_id == "oversized_body_rejected"]
         assert result.reason is not None
         assert "the app read 1025 bytes of it before refusing it" in result.reason
