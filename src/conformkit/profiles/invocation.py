@@ -6,7 +6,10 @@ and returns an ASGI application serving a static agent catalog and agent
 invocations. The options carry only explicit capabilities that the host
 created; the agent's handler receives them, and the request ID, in an
 :class:`InvocationContext`. :func:`create_app` is the reference handler: a
-plain ASGI callable, with no web framework.
+plain ASGI callable, with no web framework. It is built on the rules a host on
+another framework keeps, which are public: :func:`choose_request_id`,
+:func:`is_json_content_type`, :func:`decode_json`, :func:`encode_json`,
+:func:`error_envelope`, :func:`resolve_runtime` and :class:`AgentLoader`.
 
 Passing the profile establishes, for one wrapper:
 
