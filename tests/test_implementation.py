@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 import conformkit as ck
@@ -511,3 +513,140 @@ class TestOneLineImplementations:
         for factory in (fixture, async_fixture):
             with pytest.raises(ck.ContractDefinitionError, match="must return the API, not yield"):
                 fresh.implementation(factory, name="Fixture")  # type: ignore[arg-type]
+
+
+class Closing(Store):
+    """A Store that holds a resource: it counts the calls of its close()."""
+
+    made: ClassVar[list[Closing]] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = 0
+        Closing.made.append(self)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class AsyncClosing(Closing):
+    """A Store with an async aclose() next to its close(): aclose() is the one awaited."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aclosed = 0
+
+    async def aclose(self) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.aclosed += 1
+
+
+def async_made() -> list[AsyncClosing]:
+    return [store for store in Closing.made if isinstance(store, AsyncClosing)]
+
+
+closing = ck.Feature[Store]("kv.closing", cases=("fails", "waits"))
+closing_suite = ck.ContractSuite(closing)
+entered = anyio.Event()
+
+
+@closing_suite.case
+def fails(api: Store) -> None:
+    raise AssertionError("this case fails")
+
+
+@closing_suite.case
+async def waits(api: Store) -> None:
+    entered.set()
+    await anyio.sleep_forever()  # until the run is cancelled, or the stage's deadline
+
+
+class TestOneLineImplementationsDispose:
+    """What the factory created is closed when its scope closes: once, whatever the case did."""
+
+    @pytest.fixture(autouse=True)
+    def forget(self) -> Iterator[None]:
+        Closing.made.clear()
+        yield
+        Closing.made.clear()
+
+    @pytest.mark.anyio
+    async def test_close_is_called_once_for_each_created_store(self) -> None:
+        """Each case's store is closed once, after its case, through the sync close()."""
+        report = await ck.run_contract(fresh.implementation(Closing, name="Closes"), fresh_suite)
+        assert [result.status for result in report.results] == [ck.CaseStatus.PASSED] * 2
+        assert [store.closed for store in Closing.made] == [1, 1]
+
+    @pytest.mark.anyio
+    async def test_aclose_is_awaited_instead_of_close(self) -> None:
+        """A store with aclose() has it awaited once, and its close() is not called."""
+        report = await ck.run_contract(
+            fresh.implementation(AsyncClosing, name="AsyncCloses"), fresh_suite
+        )
+        assert [result.status for result in report.results] == [ck.CaseStatus.PASSED] * 2
+        assert [(store.aclosed, store.closed) for store in async_made()] == [(1, 0), (1, 0)]
+
+    @pytest.mark.anyio
+    async def test_an_async_factory_s_store_is_closed(self) -> None:
+        """The store an async factory returns is closed too, after the cleanups it deferred."""
+        order: list[str] = []
+
+        class Logged(Closing):
+            def close(self) -> None:
+                super().close()
+                order.append("store closed")
+
+        async def opened(scope: ck.FeatureScope) -> Store:
+            scope.defer(lambda: order.append("directory removed"))
+            return Logged()
+
+        await ck.run_contract(fresh.implementation(opened, name="Opened"), fresh_suite)
+        assert order == ["store closed", "directory removed"] * 2
+
+    @pytest.mark.anyio
+    async def test_closed_when_the_case_fails(self) -> None:
+        """The store of a case that fails is closed all the same."""
+        implementation = closing.implementation(
+            AsyncClosing,
+            name="AsyncCloses",
+            coverage=closing.coverage(unsupported={"waits": "run in the next test"}),
+        )
+        report = await ck.run_contract(implementation, closing_suite)
+        assert report["fails"].status is ck.CaseStatus.FAILED
+        assert [(store.aclosed, store.closed) for store in async_made()] == [(1, 0)]
+
+    @pytest.mark.anyio
+    async def test_closed_when_the_run_is_cancelled(self) -> None:
+        """
+        A run cancelled while its case waits still closes that case's store. (The
+        case's deadline bounds the test if the cancellation were lost.)
+        """
+        global entered
+        entered = anyio.Event()
+        implementation = closing.implementation(
+            AsyncClosing,
+            name="AsyncCloses",
+            coverage=closing.coverage(unsupported={"fails": "run in the previous test"}),
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(ck.run_contract, implementation, closing_suite)
+            await entered.wait()  # the case runs: its store exists
+            group.cancel_scope.cancel()
+        assert [(store.aclosed, store.closed) for store in async_made()] == [(1, 0)]
+
+    @pytest.mark.anyio
+    async def test_a_store_without_close_is_left_alone(self) -> None:
+        """A store with neither close() nor aclose() runs as before: nothing is called."""
+        report = await ck.run_contract(fresh.implementation(Store, name="Plain"), fresh_suite)
+        assert [result.status for result in report.results] == [ck.CaseStatus.PASSED] * 2
+
+    @pytest.mark.anyio
+    async def test_a_store_s_own_getattr_is_not_run_to_look_for_close(self) -> None:
+        """A store whose __getattr__ raises for unknown names runs as before."""
+
+        class Strict(Store):
+            def __getattr__(self, name: str) -> Any:
+                raise AssertionError(f"no attribute {name!r} here")
+
+        report = await ck.run_contract(fresh.implementation(Strict, name="Strict"), fresh_suite)
+        assert [result.status for result in report.results] == [ck.CaseStatus.PASSED] * 2

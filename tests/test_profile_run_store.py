@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from conformkit.profiles import run_store
 from conformkit.profiles.run_store import (
     FIELDS,
     AlreadyClaimed,
+    LeasedRunStore,
     MemoryRunStore,
     MemoryRunStoreImplementation,
     Run,
@@ -43,6 +47,8 @@ PLAIN_CASES = (
     "invalid_change_rejected",
     "claim_single_owner",
     "claims_are_per_step",
+    "claim_lease_expires",
+    "list_runs",
 )
 FIDELITY = tuple(f"fidelity[{name}]" for name in FIELDS)
 
@@ -66,7 +72,7 @@ class Wrapper:
 
     @property
     def persisted_fields(self) -> frozenset[str]:
-        return self.inner.persisted_fields
+        return frozenset(FIELDS)  # what the inner MemoryRunStore or SqliteRunStore keeps
 
     async def create(self, params: Any) -> str:
         return await self.inner.create(params)
@@ -77,8 +83,12 @@ class Wrapper:
     async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
         return await self.inner.update(run_id, changes, expected_version=expected_version)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
-        await self.inner.claim_step(run_id, step)
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        await self.inner.claim_step(run_id, step, **lease)
+
+    async def list(self) -> Sequence[Run]:
+        # Through this store's own get: a defect of get shows in list alike.
+        return [await self.get(run.run_id) for run in await self.inner.list()]
 
     async def force_update(self, run_id: str, changes: Any) -> Run:
         """Write whatever the version, the way ``UPDATE ... WHERE run_id = ?`` would."""
@@ -171,7 +181,7 @@ class CheckThenSetClaim(Wrapper):
         super().__init__(inner)
         self.claimed: set[tuple[str, str]] = set()
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:  # lease ignored
         await self.inner.get(run_id)  # raises UnknownRun
         if (run_id, step) in self.claimed:
             raise AlreadyClaimed(step)
@@ -193,7 +203,7 @@ class CheckThenSetSqliteClaim(Wrapper):
         self.checked = 0
         self.both_checked = anyio.Event()
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:  # lease ignored
         assert isinstance(self.inner, SqliteRunStore)
         path = self.inner.path
 
@@ -235,7 +245,7 @@ class ClaimsKeyedByStep(Wrapper):
         super().__init__(inner)
         self.steps: set[str] = set()
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:  # lease ignored
         await self.inner.get(run_id)  # raises UnknownRun
         if step in self.steps:
             raise AlreadyClaimed(step)
@@ -339,6 +349,164 @@ class StatusOnly(Wrapper):
         return self.narrowed(run)
 
 
+class Leases(Wrapper):
+    """Claims with leases, kept here: each defect below changes one rule of the reference's."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.claims: dict[tuple[str, str], float | None] = {}
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return None if lease is None else at + lease
+
+    def held(self, key: tuple[str, str], at: float) -> bool:
+        if key not in self.claims:
+            return False
+        expiry = self.claims[key]
+        return expiry is None or at < expiry
+
+    async def replace(self, key: tuple[str, str], at: float, lease: float | None) -> None:
+        self.claims[key] = self.expiry(at, lease)
+
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        await self.inner.get(run_id)  # raises UnknownRun
+        key = (run_id, step)
+        now = lease.get("now")
+        at = time.time() if now is None else now
+        if self.held(key, at):
+            raise AlreadyClaimed(step)
+        await self.replace(key, at, lease.get("lease"))
+
+
+class LeasesIgnored(Leases):
+    """Takes a lease and ignores it: every claim is held forever."""
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return None
+
+
+class LeaseInWholeSeconds(Leases):
+    """Keeps a claim's expiry in whole seconds (an INTEGER column): it expires early."""
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return None if lease is None else float(int(at + lease))
+
+
+class NoLeaseMeansZero(Leases):
+    """Reads a claim without a lease as one of no time: it expires at once."""
+
+    def expiry(self, at: float, lease: float | None) -> float | None:
+        return at + (lease or 0.0)
+
+
+class ReclaimKeepsOldExpiry(Leases):
+    """Takes an expired claim over, but keeps the old claim's expiry."""
+
+    async def replace(self, key: tuple[str, str], at: float, lease: float | None) -> None:
+        if key not in self.claims:
+            self.claims[key] = self.expiry(at, lease)
+
+
+class CheckThenSetExpiredClaim(Leases):
+    """Sees the claim expired, then takes it over in a second round trip: racers all win."""
+
+    async def replace(self, key: tuple[str, str], at: float, lease: float | None) -> None:
+        if key in self.claims:
+            await anyio.lowlevel.checkpoint()  # the round trip to the database
+        self.claims[key] = self.expiry(at, lease)
+
+
+class ListsAsCreated(Wrapper):
+    """Lists each run as it was created: a cache that updates never reach."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.created: dict[str, Run] = {}
+
+    async def create(self, params: Any) -> str:
+        run_id = await self.inner.create(params)
+        self.created[run_id] = await self.inner.get(run_id)
+        return run_id
+
+    async def list(self) -> Sequence[Run]:
+        return [*self.created.values()]
+
+
+class ListsFirstPage(Wrapper):
+    """Lists the first page of runs only, two of them, and says nothing of the rest."""
+
+    async def list(self) -> Sequence[Run]:
+        return [*(await self.inner.list())][:2]
+
+
+class ListsTwice(Wrapper):
+    """Lists every run twice: a join that repeats rows."""
+
+    async def list(self) -> Sequence[Run]:
+        runs = [*(await self.inner.list())]
+        return runs + runs
+
+
+class ResetsUnnamedFields(Wrapper):
+    """Writes the whole record on each update: the fields not named go back to their start."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        record: dict[str, object] = {
+            "status": "pending",
+            "result": None,
+            "error": None,
+            "labels": {},
+            "history": [],
+        }
+        record.update(changes)
+        return await self.inner.update(run_id, record, expected_version=expected_version)
+
+
+class ListsItsOwnObjects(Wrapper):
+    """Lists the very field values it holds: a caller that changes a listed run changes it."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.held: dict[str, dict[str, object]] = {}
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        held = self.held.setdefault(run_id, {})
+        if held.get("version") != run.version:  # a new version: hold its fields
+            held.clear()
+            held.update(version=run.version, fields=dict(run.fields))
+        return Run(run_id, run.version, copy.deepcopy(held["fields"]))  # type: ignore[arg-type]
+
+    async def list(self) -> Sequence[Run]:
+        runs = [await self.get(run.run_id) for run in await self.inner.list()]
+        return [
+            Run(run.run_id, run.version, self.held[run.run_id]["fields"])  # type: ignore[arg-type]
+            for run in runs
+        ]
+
+
+class IdsFromParams(Wrapper):
+    """Names a run after its params: two runs of the same params are one run."""
+
+    def __init__(self, inner: RunStore) -> None:
+        super().__init__(inner)
+        self.ids: dict[str, str] = {}
+
+    async def create(self, params: Any) -> str:
+        key = json.dumps(params, sort_keys=True, default=repr)
+        if key not in self.ids:
+            self.ids[key] = await self.inner.create(params)
+        return self.ids[key]
+
+
+class ExpiresOnlyAfterTheInstant(Leases):
+    """Holds a claim through the instant of its expiry (expires_at < now): a convention, correct."""
+
+    def held(self, key: tuple[str, str], at: float) -> bool:
+        expiry = self.claims.get(key, -math.inf)
+        return key in self.claims and (expiry is None or at <= expiry)
+
+
 class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
     """A wrapper around a fresh MemoryRunStore, or around a SqliteRunStore in a temporary file."""
 
@@ -353,6 +521,14 @@ class Wrapped(ck.FeatureImplementation[RunStore, RunStoreCase]):
         if self.on_sqlite:
             return self.wrapper(await SqliteRunStoreImplementation().create(scope))
         return self.wrapper(MemoryRunStore())
+
+
+class WrappedWithoutLeases(Wrapped):
+    """A wrapper whose claims have no lease, and declares so."""
+
+    coverage = run_store.feature.coverage(
+        unsupported={"claim_lease_expires": "claims here never expire"}
+    )
 
 
 class StatusOnlyImplementation(ck.FeatureImplementation[RunStore, RunStoreCase]):
@@ -373,6 +549,8 @@ class Defect:
     wrapper: Callable[[RunStore], RunStore]
     fails: frozenset[str]
     on_sqlite: bool = False
+    leases: bool = True
+    """False for a store whose claims never expire: it declares claim_lease_expires unsupported."""
 
 
 DEFECTS = {
@@ -392,11 +570,32 @@ DEFECTS = {
     "ignores_invalid_changes": Defect(
         IgnoresInvalidChanges, frozenset({"invalid_change_rejected"})
     ),
-    "check_then_set_claim": Defect(CheckThenSetClaim, frozenset({"claim_single_owner"})),
-    "check_then_set_claim_on_sqlite": Defect(
-        CheckThenSetSqliteClaim, frozenset({"claim_single_owner"}), on_sqlite=True
+    "check_then_set_claim": Defect(
+        CheckThenSetClaim, frozenset({"claim_single_owner"}), leases=False
     ),
-    "claims_keyed_by_step": Defect(ClaimsKeyedByStep, frozenset({"claims_are_per_step"})),
+    "check_then_set_claim_on_sqlite": Defect(
+        CheckThenSetSqliteClaim, frozenset({"claim_single_owner"}), on_sqlite=True, leases=False
+    ),
+    "claims_keyed_by_step": Defect(
+        ClaimsKeyedByStep, frozenset({"claims_are_per_step"}), leases=False
+    ),
+    "leases_correct": Defect(Leases, frozenset()),
+    "leases_ignored": Defect(LeasesIgnored, frozenset({"claim_lease_expires"})),
+    "lease_in_whole_seconds": Defect(LeaseInWholeSeconds, frozenset({"claim_lease_expires"})),
+    "no_lease_means_zero": Defect(
+        NoLeaseMeansZero, frozenset({"claim_single_owner", "claim_lease_expires"})
+    ),
+    "reclaim_keeps_old_expiry": Defect(ReclaimKeepsOldExpiry, frozenset({"claim_lease_expires"})),
+    "check_then_set_expired_claim": Defect(
+        CheckThenSetExpiredClaim, frozenset({"claim_lease_expires"})
+    ),
+    "lists_as_created": Defect(ListsAsCreated, frozenset({"list_runs"})),
+    "lists_first_page": Defect(ListsFirstPage, frozenset({"list_runs"})),
+    "lists_twice": Defect(ListsTwice, frozenset({"list_runs"})),
+    "ids_from_params": Defect(IdsFromParams, frozenset({"create_then_get"})),
+    "expires_only_after_the_instant": Defect(ExpiresOnlyAfterTheInstant, frozenset()),
+    "resets_unnamed_fields": Defect(ResetsUnnamedFields, frozenset({"update_bumps_version"})),
+    "lists_its_own_objects": Defect(ListsItsOwnObjects, frozenset({"list_runs"})),
     "drops_error": Defect(DropsError, frozenset({"update_bumps_version", "fidelity[error]"})),
     "result_ints_as_floats": Defect(ResultIntsAsFloats, frozenset({"fidelity[result]"})),
     "aliasing_cache": Defect(
@@ -464,18 +663,22 @@ class TestBrokenStores:
     async def test_fails_exactly_the_cases_its_defect_breaks(self, name: str) -> None:
         """A store with one defect fails exactly the cases that pin that behaviour."""
         defect = DEFECTS[name]
-        implementation = Wrapped(defect.wrapper, on_sqlite=defect.on_sqlite)
+        kind = Wrapped if defect.leases else WrappedWithoutLeases
+        implementation = kind(defect.wrapper, on_sqlite=defect.on_sqlite)
         report = await ck.run_contract(implementation, run_store.suite)
         assert failed(report) == defect.fails, str(report)
         passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
-        assert passed == set(case_ids(report)) - defect.fails
+        unsupported = set() if defect.leases else {"claim_lease_expires"}
+        assert passed == set(case_ids(report)) - defect.fails - unsupported
         if defect.fails:
             with pytest.raises(ck.ContractFailure):  # the gate catches every defect
                 ck.assert_contract(report)
 
     def test_a_race_failure_says_what_each_call_did(self) -> None:
         """claim_single_owner's reason names the law and the calls that won."""
-        report = ck.run_contract_sync(Wrapped(CheckThenSetClaim, on_sqlite=False), run_store.suite)
+        report = ck.run_contract_sync(
+            WrappedWithoutLeases(CheckThenSetClaim, on_sqlite=False), run_store.suite
+        )
         reason = report["claim_single_owner"].reason or ""
         assert "expected exactly one of 8 calls to succeed" in reason
         assert "8 succeeded" in reason
@@ -538,58 +741,247 @@ class Unclaimed(ck.FeatureImplementation[RunStore, RunStoreCase]):
         return self.wrapper(MemoryRunStore())
 
 
+class Undeclared:
+    """A store with no persisted_fields at all: it keeps every field, and declares nothing."""
+
+    def __init__(self, inner: RunStore) -> None:
+        self.inner = inner
+
+    async def create(self, params: Any) -> str:
+        return await self.inner.create(params)
+
+    async def get(self, run_id: str) -> Run:
+        return await self.inner.get(run_id)
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        return await self.inner.update(run_id, changes, expected_version=expected_version)
+
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        await self.inner.claim_step(run_id, step, **lease)
+
+    async def list(self) -> Sequence[Run]:
+        # Through this store's own get: a defect of get shows in list alike.
+        return [await self.get(run.run_id) for run in await self.inner.list()]
+
+
+class UndeclaredIntsAsFloats(Undeclared):
+    """Declares nothing, and gives every int of 'result' back a float: a lossy column."""
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        return Run(
+            run.run_id, run.version, {**run.fields, "result": ints_to_floats(run.fields["result"])}
+        )
+
+
+class StrictGetattr(Undeclared):
+    """Declares nothing, and its __getattr__ raises AssertionError for any name it lacks."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"StrictGetattr has no {name!r}")
+
+
+class TakesAndDropsLabels(StatusOnly):
+    """Declares params and status; an update of labels is taken, and the labels are dropped."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        kept = {name: value for name, value in changes.items() if name != "labels"}
+        return await super().update(run_id, kept, expected_version=expected_version)
+
+
+class KeepsUndeclaredLabels(StatusOnly):
+    """Declares params and status, and keeps labels exactly all the same: correct."""
+
+    def narrowed(self, run: Run) -> Run:
+        return Run(
+            run.run_id,
+            run.version,
+            {**super().narrowed(run).fields, "labels": run.fields["labels"]},
+        )
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        if "labels" in changes:
+            run = await self.inner.update(run_id, changes, expected_version=expected_version)
+            return self.narrowed(run)
+        return await super().update(run_id, changes, expected_version=expected_version)
+
+
+class MangledUndeclaredLabels(KeepsUndeclaredLabels):
+    """Declares params and status, takes labels, and sends them through naive JSON."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        mangled = {
+            name: json.loads(json.dumps(value)) if name == "labels" else value
+            for name, value in changes.items()
+        }
+        return await super().update(run_id, mangled, expected_version=expected_version)
+
+
+UNDECLARED_STORES: dict[str, tuple[Callable[[RunStore], RunStore], frozenset[str]]] = {
+    "declares_nothing": (DeclaresNothing, frozenset()),
+    "lacks_persisted_fields": (Undeclared, frozenset()),
+    "strict_getattr": (StrictGetattr, frozenset()),
+    "status_only": (StatusOnly, frozenset()),
+    "keeps_undeclared_labels": (KeepsUndeclaredLabels, frozenset()),
+    "undeclared_ints_as_floats": (UndeclaredIntsAsFloats, frozenset({"fidelity[result]"})),
+    "takes_and_drops_labels": (
+        TakesAndDropsLabels,
+        frozenset({"invalid_change_rejected", "fidelity[labels]"}),
+    ),
+    "mangles_undeclared_labels": (MangledUndeclaredLabels, frozenset({"fidelity[labels]"})),
+}
+
+
+class GetsADict(Wrapper):
+    """Gets a run as a dict of its parts, not a Run."""
+
+    async def get(self, run_id: str) -> Run:
+        run = await self.inner.get(run_id)
+        return {"run_id": run.run_id, "version": run.version, "fields": dict(run.fields)}  # type: ignore[return-value]
+
+
+class UpdateReturnsNothing(Wrapper):
+    """Applies an update and returns None, not the run."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        await self.inner.update(run_id, changes, expected_version=expected_version)
+        return None  # type: ignore[return-value]
+
+
+class ListsAGenerator(Wrapper):
+    """Lists runs as a generator, which a caller can neither index nor read twice."""
+
+    async def list(self) -> Sequence[Run]:
+        runs = await super().list()
+        return (run for run in runs)  # type: ignore[return-value]
+
+
+class ClaimSaysFalse(Wrapper):
+    """Says False for a claim it refuses, instead of raising AlreadyClaimed."""
+
+    async def claim_step(self, run_id: str, step: str, **lease: Any) -> None:
+        try:
+            await self.inner.claim_step(run_id, step, **lease)
+        except AlreadyClaimed:
+            return False  # type: ignore[return-value]
+
+
+class DeclarationRaises(Wrapper):
+    """Its persisted_fields property raises: the declaration cannot be read."""
+
+    @property
+    def persisted_fields(self) -> frozenset[str]:
+        raise RuntimeError("the schema is not loaded yet")
+
+
+# A store that breaks one rule other cases rely on: the owner fails with its own
+# reason, and each other case it fails is blocked, naming the owner.
+OWNED: dict[str, tuple[Callable[[RunStore], RunStore], str, frozenset[str]]] = {
+    "gets_a_dict": (
+        GetsADict,
+        "create_then_get",
+        frozenset(FIDELITY)
+        | {
+            "create_then_get",
+            "update_bumps_version",
+            "stale_update_rejected",
+            "concurrent_updates_single_winner",
+            "invalid_change_rejected",
+            "list_runs",
+        },
+    ),
+    "declaration_raises": (
+        DeclarationRaises,
+        "create_then_get",
+        frozenset(FIDELITY)
+        | {
+            "create_then_get",
+            "update_bumps_version",
+            "stale_update_rejected",
+            "concurrent_updates_single_winner",
+            "invalid_change_rejected",
+            "list_runs",
+        },
+    ),
+    "update_returns_nothing": (
+        UpdateReturnsNothing,
+        "update_bumps_version",
+        frozenset({"update_bumps_version"}),
+    ),
+    "lists_a_generator": (ListsAGenerator, "list_runs", frozenset({"list_runs"})),
+    "claim_says_false": (
+        ClaimSaysFalse,
+        "claim_single_owner",
+        frozenset({"claim_single_owner", "claim_lease_expires"}),
+    ),
+}
+
+
+class TestOwners:
+    """A broken rule other cases rely on fails its owner; the others are blocked, naming it."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", OWNED)
+    async def test_the_owner_fails_and_the_others_name_it(self, name: str) -> None:
+        """The owner's reason is its own; every other failure is blocked, naming the owner."""
+        wrapper, owner, fails = OWNED[name]
+        report = await ck.run_contract(Wrapped(wrapper, on_sqlite=False), run_store.suite)
+        reasons = {
+            result.case_id: (result.reason or "").splitlines()[0]
+            for result in report.results
+            if result.status is ck.CaseStatus.FAILED
+        }
+        assert set(reasons) == fails, str(report)
+        assert "blocked:" not in reasons.pop(owner)
+        assert "(see docs/profile-run-store.md#failure-modes)" in str(report[owner].reason)
+        others = {
+            case_id: reason
+            for case_id, reason in reasons.items()
+            if "' failed: AssertionError: blocked: " not in reason
+        }
+        assert {
+            case_id: reason
+            for case_id, reason in others.items()
+            if f"{owner} owns that" not in reason
+        } == {}
+
+
 class TestDeclaredFields:
     """The store's persisted_fields decide what is checked; claims can neither hide nor add."""
 
-    def test_a_store_persisting_fewer_fields_needs_no_claims(self) -> None:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", UNDECLARED_STORES)
+    async def test_a_store_declaring_fewer_fields_or_none_has_no_gap(self, name: str) -> None:
         """
-        Declaring two fields, without claims, fails nothing: the fidelity of the
-        other fields is a gap the report shows, unsupported with the reason,
-        never a pass.
+        A store that declares fewer fields, none, or has no persisted_fields at all
+        runs every case: a correct one passes each, require_full included (no gap);
+        one that mangles or drops a field it takes fails exactly the owning cases.
         """
-        report = ck.run_contract_sync(Unclaimed(StatusOnly), run_store.suite)
-        assert failed(report) == set()
-        unsupported = {
-            result.case_id: result.reason
-            for result in report.results
-            if result.status is ck.CaseStatus.UNSUPPORTED
-        }
-        assert unsupported == {
-            f"fidelity[{name}]": (
-                f"the store keeps no {name!r} field (not in its persisted_fields): "
-                f"no fidelity to check"
-            )
-            for name in FIELDS
-            if name not in STATUS_ONLY
-        }
-        assert report["fidelity[status]"].status is ck.CaseStatus.PASSED
-        ck.assert_contract(report)
-        with pytest.raises(ck.ContractFailure, match="fidelity\\[labels\\]"):
+        wrapper, fails = UNDECLARED_STORES[name]
+        report = await ck.run_contract(Unclaimed(wrapper), run_store.suite)
+        assert case_ids(report) == [*PLAIN_CASES, *FIDELITY]
+        assert failed(report) == fails, str(report)
+        passed = {r.case_id for r in report.results if r.status is ck.CaseStatus.PASSED}
+        assert passed == set(case_ids(report)) - fails
+        if not fails:
             ck.assert_contract(report, require_full=True)
+
+    def test_an_undeclared_field_the_store_refuses_passes_its_fidelity_case(self) -> None:
+        """A field refused is never mangled: its fidelity case calls the store and passes."""
+        report = ck.run_contract_sync(Unclaimed(StatusOnly), run_store.suite, reject_vacuous=True)
+        assert report["fidelity[labels]"].status is ck.CaseStatus.PASSED
+        ck.assert_contract(report, require_full=True)
+
+    def test_a_dropped_undeclared_field_names_its_owner(self) -> None:
+        """An undeclared field taken and dropped fails fidelity as blocked, naming the owner."""
+        report = ck.run_contract_sync(Unclaimed(TakesAndDropsLabels), run_store.suite)
+        assert "invalid_change_rejected owns that" in (report["fidelity[labels]"].reason or "")
 
     def test_claiming_fewer_fields_still_gets_the_claimed_cases_only(self) -> None:
         """Claims still narrow the family, as the core allows: two fields, two cases."""
         report = ck.run_contract_sync(StatusOnlyImplementation(), run_store.suite)
         assert case_ids(report) == [*PLAIN_CASES, "fidelity[params]", "fidelity[status]"]
         ck.assert_contract(report, require_full=True)
-
-    def test_a_store_declaring_nothing_fails_nothing_and_passes_no_fidelity(self) -> None:
-        """A store that keeps no field fails nothing, and no fidelity case passes for it."""
-        report = ck.run_contract_sync(Unclaimed(DeclaresNothing), run_store.suite)
-        assert failed(report) == set()
-        fidelity = [report[case_id].status for case_id in FIDELITY]
-        assert fidelity == [ck.CaseStatus.UNSUPPORTED] * len(FIELDS)
-        ck.assert_contract(report)
-
-    @pytest.mark.anyio
-    async def test_the_gap_is_a_skip_in_a_test_runner(self) -> None:
-        """Through contract_cases, a fidelity case of an undeclared field is a skip."""
-        cases = {
-            case.id: case for case in ck.contract_cases(Unclaimed(StatusOnly), run_store.suite)
-        }
-        await cases["fidelity[status]"].run()
-        with pytest.raises(ck.CaseUnsupported, match="keeps no 'labels' field"):
-            await cases["fidelity[labels]"].run()
 
     def test_a_dropped_field_is_caught_whatever_the_claims(self) -> None:
         """A declared field the store drops fails update_bumps_version though left unclaimed."""
@@ -684,6 +1076,43 @@ class TestSqliteRunStore:
         assert (await store.get(run_id)).version == 1
 
     @pytest.mark.anyio
+    async def test_lists_the_runs_of_its_namespace_in_creation_order(self, tmp_path: Path) -> None:
+        """list() shows its own namespace's runs, oldest first; another namespace's are not its."""
+        path = tmp_path / "runs.sqlite3"
+        mine, theirs = SqliteRunStore(path, namespace="a_"), SqliteRunStore(path, namespace="b_")
+        await mine.create_schema()
+        created = [await mine.create({"n": index}) for index in range(3)]
+        await theirs.create({"n": "other"})
+        await mine.update(created[1], {"status": "running"}, expected_version=1)
+        runs = await mine.list()
+        assert [(run.run_id, run.version) for run in runs] == [
+            (created[0], 1),
+            (created[1], 2),
+            (created[2], 1),
+        ]
+        assert runs[1] == await mine.get(created[1])
+
+    @pytest.mark.anyio
+    async def test_a_claims_table_without_expiries_is_migrated(self, tmp_path: Path) -> None:
+        """create_schema() adds the expiry column to a database made before leases existed."""
+        path = tmp_path / "runs.sqlite3"
+        store = SqliteRunStore(path)
+        await store.create_schema()
+        run_id = await store.create({})
+        with closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute("DROP TABLE run_store_step_claims")
+            connection.execute(
+                "CREATE TABLE run_store_step_claims (run_id TEXT NOT NULL, step TEXT NOT NULL, "
+                "PRIMARY KEY (run_id, step)) WITHOUT ROWID"
+            )
+            connection.execute("INSERT INTO run_store_step_claims VALUES (?, 'extract')", (run_id,))
+        await store.create_schema()
+        with pytest.raises(AlreadyClaimed):  # the old claim holds, forever
+            await store.claim_step(run_id, "extract", now=2e9, lease=1.0)
+        await store.claim_step(run_id, "load", now=10.0, lease=1.0)
+        await store.claim_step(run_id, "load", now=11.0, lease=1.0)  # expired: taken over
+
+    @pytest.mark.anyio
     async def test_delete_namespace_needs_a_namespace(self, tmp_path: Path) -> None:
         """Without a namespace, delete_namespace() refuses instead of emptying the file."""
         with pytest.raises(ValueError, match="needs a non-empty namespace"):  # a guard, not a bug
@@ -721,3 +1150,44 @@ class TestSqliteImplementation:
             claims = connection.execute("SELECT count(*) FROM run_store_step_claims").fetchone()
         assert runs == [(kept,)]
         assert claims == (0,)
+
+
+class TestLeases:
+    """The reference stores' leases, checked where the profile does not reach."""
+
+    @pytest.fixture(params=["memory", "sqlite"])
+    async def store(self, request: pytest.FixtureRequest, tmp_path: Path) -> LeasedRunStore:
+        if request.param == "memory":
+            return MemoryRunStore()
+        store = SqliteRunStore(tmp_path / "runs.sqlite3")
+        await store.create_schema()
+        return store
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("lease", [0, -1.0, float("nan"), float("inf"), "1", True], ids=repr)
+    async def test_a_lease_that_is_not_a_positive_number_is_refused(
+        self, store: LeasedRunStore, lease: Any
+    ) -> None:
+        """A lease of no time, negative, NaN, infinite or not a number: ValueError, no claim."""
+        run_id = await store.create({})
+        with pytest.raises(ValueError, match="lease must be"):  # refused before any claim
+            await store.claim_step(run_id, "extract", now=1.0, lease=lease)
+        await store.claim_step(run_id, "extract", now=1.0, lease=1.0)  # nothing was claimed
+
+    @pytest.mark.anyio
+    async def test_a_clock_reading_that_is_not_finite_is_refused(
+        self, store: LeasedRunStore
+    ) -> None:
+        """now=NaN cannot be compared with an expiry: ValueError."""
+        run_id = await store.create({})
+        with pytest.raises(ValueError, match="now must be"):  # refused before any claim
+            await store.claim_step(run_id, "extract", now=float("nan"), lease=1.0)
+
+    @pytest.mark.anyio
+    async def test_without_now_the_store_s_own_clock_decides(self, store: LeasedRunStore) -> None:
+        """A claim with a lease and no now= expires by the wall clock: not before."""
+        run_id = await store.create({})
+        await store.claim_step(run_id, "extract", lease=3600.0)
+        with pytest.raises(AlreadyClaimed):  # an hour is not over
+            await store.claim_step(run_id, "extract", lease=3600.0)
+        await store.claim_step(run_id, "extract", now=time.time() + 7200.0)  # two hours on

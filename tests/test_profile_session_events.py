@@ -98,6 +98,17 @@ class TestBundledImplementations:
 # --------------------------------------------------------------------------- broken stores
 
 
+async def check_json(event: Event) -> None:
+    """
+    Raise NotJSON for an event whose payload JSON cannot hold, as the reference does:
+    a broken store below that looks at its events first calls this before, so that
+    it breaks one rule only, not also "NotJSON before the store is consulted".
+    """
+    reference = MemorySessionEvents()
+    await reference.create_session("check", metadata={})
+    await reference.append("check", event)
+
+
 class ReportsDuplicatesAsNew(MemorySessionEvents):
     """Stores a duplicate once, but says True every time."""
 
@@ -134,6 +145,7 @@ class RacyAppend(MemorySessionEvents):
 
     @override
     async def append(self, session_id: str, event: Event) -> bool:
+        await check_json(event)
         known = {stored.event_id for stored in await self.replay(session_id)}
         await anyio.lowlevel.checkpoint()  # a round trip to a database
         if event.event_id in known:
@@ -388,6 +400,7 @@ class GlobalEventIds(MemorySessionEvents):
 
     @override
     async def append(self, session_id: str, event: Event) -> bool:
+        await check_json(event)
         if event.event_id in self.seen:
             return False
         stored = await super().append(session_id, event)
@@ -531,6 +544,81 @@ class UnknownSessionAsValueError(StandardErrors):
         return StandardErrors.plain(error)
 
 
+class ConflictBeforeDuplicate(MemorySessionEvents):
+    """Checks the sequence before the event ID: a retried append whose sequence is taken fails."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        await check_json(event)
+        for held in await super().replay(session_id):
+            if held.sequence == event.sequence and held.event_id != event.event_id:
+                raise SequenceConflict(f"sequence {event.sequence} is taken")
+        return await super().append(session_id, event)
+
+
+class DuplicateBeforeJson(MemorySessionEvents):
+    """Answers a duplicate event ID before it looks at the payload: non-JSON returns False."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        try:
+            held = await super().replay(session_id)
+        except UnknownSession:
+            held = []  # the reference says which error comes first
+        if any(other.event_id == event.event_id for other in held):
+            return False
+        return await super().append(session_id, event)
+
+
+class UnknownSessionBeforeJson(MemorySessionEvents):
+    """Looks the session up before it looks at the payload: non-JSON gets UnknownSession."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        await super().replay(session_id)  # raises UnknownSession
+        return await super().append(session_id, event)
+
+
+class DuplicateSessionBeforeJson(MemorySessionEvents):
+    """Refuses an existing session ID before it looks at the metadata."""
+
+    @override
+    async def create_session(
+        self, session_id: str, *, metadata: dict[str, JSON], parent_id: str | None = None
+    ) -> None:
+        if await self.load_session(session_id) is not None:
+            raise DuplicateSession(session_id)
+        await super().create_session(session_id, metadata=metadata, parent_id=parent_id)
+
+
+class ChildrenSortedIgnoringCase(MemorySessionEvents):
+    """Sorts children as a person would, ignoring case: not by code point."""
+
+    @override
+    async def children(self, session_id: str) -> list[str]:
+        return sorted(await super().children(session_id), key=str.casefold)
+
+
+class SequencesIn32Bits(MemorySessionEvents):
+    """Keeps sequences in a 32-bit column: big ones wrap around."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        wrapped = Event(event.event_id, event.sequence % 2**31, event.payload)
+        return await super().append(session_id, wrapped)
+
+
+class SequencesAsFloats(MemorySessionEvents):
+    """Keeps sequences in a float column: 2**63 - 1 comes back rounded."""
+
+    @override
+    async def replay(self, session_id: str) -> list[Event]:
+        return [
+            Event(event.event_id, int(float(event.sequence)), event.payload)
+            for event in await super().replay(session_id)
+        ]
+
+
 class Broken(ck.FeatureImplementation[SessionEventsAPI, SessionEventsCase]):
     """Runs the profile against a broken store."""
 
@@ -563,6 +651,13 @@ BROKEN: list[tuple[type[MemorySessionEvents], set[str]]] = [
     (CoercesToJSON, {"non_json_rejected"}),
     (LosesFloatPrecision, {"json_round_trips_strictly"}),
     (GlobalEventIds, {"sessions_are_isolated"}),
+    (ConflictBeforeDuplicate, {"append_is_idempotent"}),
+    (DuplicateBeforeJson, {"non_json_rejected"}),
+    (UnknownSessionBeforeJson, {"non_json_rejected"}),
+    (DuplicateSessionBeforeJson, {"non_json_rejected"}),
+    (ChildrenSortedIgnoringCase, {"parent_child_links_preserved"}),
+    (SequencesIn32Bits, {"replay_orders_by_sequence"}),
+    (SequencesAsFloats, {"replay_orders_by_sequence"}),
 ]
 
 
@@ -577,6 +672,81 @@ STANDARD_EXCEPTIONS: list[tuple[type[MemorySessionEvents], set[str]]] = [
     (StandardErrors, set()),
     (UnknownSessionAsValueError, {"unknown_session_rejected", "unknown_parent_rejected"}),
 ]
+
+
+class AppendReturnsNone(MemorySessionEvents):
+    """Says None for an event it stored: neither True nor False."""
+
+    @override
+    async def append(self, session_id: str, event: Event) -> bool:
+        stored = await super().append(session_id, event)
+        return None if stored else False  # type: ignore[return-value]
+
+
+class ReplaysATuple(MemorySessionEvents):
+    """Replays a tuple of events, not a list."""
+
+    @override
+    async def replay(self, session_id: str) -> list[Event]:
+        return tuple(await super().replay(session_id))  # type: ignore[return-value]
+
+
+class ChildrenATuple(MemorySessionEvents):
+    """Lists children in a tuple, not a list."""
+
+    @override
+    async def children(self, session_id: str) -> list[str]:
+        return tuple(await super().children(session_id))  # type: ignore[return-value]
+
+
+class LoadsADict(MemorySessionEvents):
+    """Loads a session as a dict of its fields, not a SessionRecord."""
+
+    @override
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        record = await super().load_session(session_id)
+        if record is None:
+            return None
+        return dataclasses.asdict(record)  # type: ignore[return-value]
+
+
+# A store that returns the wrong type from one operation: the case that owns the
+# operation's return type fails on it, and every other case it fails is blocked,
+# naming that owner.
+WRONG_TYPES: list[tuple[type[MemorySessionEvents], str]] = [
+    (AppendReturnsNone, "append_is_idempotent"),
+    (ReplaysATuple, "load_returns_created_session"),
+    (ChildrenATuple, "load_returns_created_session"),
+    (LoadsADict, "load_returns_created_session"),
+]
+
+
+class TestWrongReturnTypes:
+    """A wrong return type fails its owner; the other cases are blocked, naming it."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("store", "owner"), WRONG_TYPES, ids=[s.__name__ for s, _ in WRONG_TYPES]
+    )
+    async def test_other_cases_are_blocked_naming_the_owner(
+        self, store: type[MemorySessionEvents], owner: str
+    ) -> None:
+        """The owner fails with its own reason; every other failure says blocked: owner."""
+        report = await ck.run_contract(Broken(store), suite)
+        reasons = {
+            result.case_id: result.reason or ""
+            for result in report.results
+            if result.status is ck.CaseStatus.FAILED
+        }
+        assert owner in reasons, str(report)
+        assert "blocked:" not in reasons.pop(owner)
+        misattributed = {
+            case_id: reason.splitlines()[0]
+            for case_id, reason in reasons.items()
+            if "' failed: AssertionError: blocked: " not in reason.splitlines()[0]
+            or f"; {owner} owns that" not in reason
+        }
+        assert misattributed == {}
 
 
 class TestJsonThatCodecsMistake:

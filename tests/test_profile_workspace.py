@@ -7,8 +7,10 @@ import contextlib
 import errno
 import os
 import posixpath
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -182,6 +184,15 @@ class OverwriteKeepsTail(Delegating):
         new = memoryview(data).tobytes()
         old = await self.inner.read(path)
         await self.inner.write(path, new if old is None else new + old[len(new) :])
+
+
+class OverwriteKeepsOldSize(Delegating):
+    """Overwrites in place within the old file's size: a longer write is cut to it."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        new = memoryview(data).tobytes()
+        old = await self.inner.read(path)
+        await self.inner.write(path, new if old is None else new[: max(len(old), 1)])
 
 
 class KeepsCallersBuffer(Delegating):
@@ -474,6 +485,199 @@ class NoParents(Delegating):
         await self.inner.write(path, data)
 
 
+class EmptiedDirectoriesVanish(MissingIsEmpty):
+    """
+    Keeps directories only while something is beneath them, and lists a missing path as
+    empty, as an object store's prefixes do (zarr's and obstore's stores).
+    """
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await super().remove(path, recursive=recursive)
+        parent = posixpath.dirname(path)
+        while parent != "/" and await self.inner.exists(parent):
+            if await self.inner.list(parent):
+                break
+            await self.inner.remove(parent)
+            parent = posixpath.dirname(parent)
+
+
+class RefusesSpaces(Delegating):
+    """Refuses a name with a space, a valid name, with ValueError."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        if " " in path:
+            raise ValueError(f"names may not hold a space: {path!r}")
+        await self.inner.write(path, data)
+
+
+class RefusesHyphens(Delegating):
+    """Refuses a name with a hyphen, a valid name, with ValueError."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        if "-" in path:
+            raise ValueError(f"names may not hold a hyphen: {path!r}")
+        await self.inner.write(path, data)
+
+
+class RefusesDots(Delegating):
+    """Refuses a name with a dot, such as every file name with an extension."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        if "." in path:
+            raise ValueError(f"names may not hold a dot: {path!r}")
+        await self.inner.write(path, data)
+
+
+class WritesNothing(Delegating):
+    """Every write raises, as an asyncio-only library's does when called from trio."""
+
+    async def write(self, path: str, data: Buffer) -> None:
+        raise RuntimeError("no running event loop")
+
+
+class RecursiveRemovalTakesPrefixedFiles(Delegating):
+    """
+    Recursive removal of '/a' also removes the files beside it whose name starts with 'a',
+    a prefix match that spares directories: '/a.txt' goes, '/ab' and '/a-b' stay.
+    """
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        await self.inner.remove(path, recursive=recursive)
+        if recursive and path != "/":
+            parent, name = posixpath.split(path)
+            for sibling in await self.inner.list(parent):
+                child = posixpath.join(parent, sibling)
+                if sibling.startswith(name) and await self.is_file(child):
+                    await self.inner.remove(child)
+
+
+class RemovalTakesPrefixedFiles(Delegating):
+    """Removing a file also removes the files beside it whose name it prefixes."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        removed_a_file = path != "/" and await self.is_file(path)
+        await self.inner.remove(path, recursive=recursive)
+        if removed_a_file:
+            parent, name = posixpath.split(path)
+            for sibling in await self.inner.list(parent):
+                child = posixpath.join(parent, sibling)
+                if sibling.startswith(name) and await self.is_file(child):
+                    await self.inner.remove(child)
+
+
+class FoldsCase(NormalisesPaths):
+    """Folds every path to lower case, so that listings give names other than those written."""
+
+    @staticmethod
+    def normalise(path: str) -> str:
+        return path.lower()
+
+
+class NormalisesOnPlainRemove(Delegating):
+    """Normalises the path of a removal without recursive=True, instead of rejecting it."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        if not recursive and path.startswith("/"):
+            path = posixpath.normpath(path)
+        await self.inner.remove(path, recursive=recursive)
+
+
+class ListsATuple(Delegating):
+    """Gives each listing as a tuple, not a list."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        return cast("builtins.list[str]", tuple(await self.inner.list(path)))
+
+
+class RootRefusalHalfDone(Delegating):
+    """Refuses remove('/') of a non-empty root only after removing every file in the tree."""
+
+    async def remove(self, path: str, *, recursive: bool = False) -> None:
+        if path == "/" and not recursive:
+            await self.remove_files("/")
+        await self.inner.remove(path, recursive=recursive)
+
+    async def remove_files(self, directory: str) -> None:
+        for name in await self.inner.list(directory):
+            child = posixpath.join(directory, name)
+            if await self.is_file(child):
+                await self.inner.remove(child)
+            else:
+                await self.remove_files(child)
+
+
+class ChecksOnlyTheDirectParent(Delegating):
+    """
+    Refuses a write beneath a file only when its direct parent is the file: deeper beneath
+    one, the write is taken and lost, as in a flat store that checks one level up.
+    """
+
+    async def write(self, path: str, data: Buffer) -> None:
+        ancestor = posixpath.dirname(posixpath.dirname(path))
+        while ancestor != "/":
+            if await self.is_file(ancestor):
+                return
+            ancestor = posixpath.dirname(ancestor)
+        await self.inner.write(path, data)
+
+
+class SortsByUtf16(Delegating):
+    """Sorts listings by UTF-16 code units, as Java or JavaScript would: U+1F600 before U+FF5E."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = await self.inner.list(path)
+        return sorted(names, key=lambda name: name.encode("utf-16-be", "surrogatepass"))
+
+
+class ListsItsOwnMarker(Delegating):
+    """Lists a directory's own marker object as an entry named '', as S3's 'dir/' key shows up."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = await self.inner.list(path)
+        return names if path == "/" else ["", *names]
+
+
+class SlashesDirectories(Delegating):
+    """Lists a directory's name with a trailing '/', as some file-system libraries do."""
+
+    async def list(self, path: str) -> builtins.list[str]:
+        names = []
+        for name in await self.inner.list(path):
+            child = posixpath.join(path, name)
+            names.append(name if await self.is_file(child) else f"{name}/")
+        return names
+
+
+class ExistsGivesInts(Delegating):
+    """Answers exists() with 1 or 0, as a SQL COUNT(*) would, rather than a bool."""
+
+    async def exists(self, path: str) -> bool:
+        return cast("bool", int(await self.inner.exists(path)))
+
+
+class RefusesPath(Delegating):
+    """Refuses a write of one path, and of nothing else."""
+
+    def __init__(self, refused: str) -> None:
+        super().__init__()
+        self.refused = refused
+
+    async def write(self, path: str, data: Buffer) -> None:
+        if path == self.refused:
+            raise PermissionError(errno.EACCES, "refused", path)
+        await self.inner.write(path, data)
+
+
+class RecordsWrites(Delegating):
+    """The reference, keeping the path of every write."""
+
+    written: builtins.list[str] = []
+
+    async def write(self, path: str, data: Buffer) -> None:
+        RecordsWrites.written.append(path)
+        await self.inner.write(path, data)
+
+
 class Broken(ck.FeatureImplementation[WorkspaceAPI, WorkspaceCase]):
     """An implementation that claims every case and creates one defective workspace."""
 
@@ -492,6 +696,7 @@ DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (ReadsMissingAsEmpty, frozenset({"missing_reads_none"})),
     (LeaksNotADirectoryOnRead, frozenset({"missing_reads_none"})),
     (OverwriteKeepsTail, frozenset({"overwrite_replaces"})),
+    (OverwriteKeepsOldSize, frozenset({"overwrite_replaces"})),
     (KeepsCallersBuffer, frozenset({"bytes_cloned_on_write"})),
     (HandsOutStoredBuffer, frozenset({"bytes_cloned_on_read"})),
     (DirectoriesDoNotExist, frozenset({"nested_write_creates_parents"})),
@@ -500,10 +705,20 @@ DEFECTS: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
     (WriteReplacesDirectory, frozenset({"file_directory_conflicts_raise"})),
     (MissingIsEmpty, frozenset({"missing_list_and_remove_raise"})),
     (RemovesByPrefix, frozenset({"remove_is_precise"})),
+    (EmptiedDirectoriesVanish, frozenset({"missing_list_and_remove_raise", "remove_is_precise"})),
+    (RecursiveRemovalTakesPrefixedFiles, frozenset({"remove_is_precise"})),
+    (RemovalTakesPrefixedFiles, frozenset({"remove_is_precise"})),
     (AlwaysRecursive, frozenset({"remove_non_empty_needs_recursive"})),
     (RemovesFilesBeforeFailing, frozenset({"remove_non_empty_needs_recursive"})),
     (DeletesRoot, frozenset({"remove_root_keeps_root"})),
     (NormalisesPaths, frozenset({"invalid_paths_rejected"})),
+    (NormalisesOnPlainRemove, frozenset({"invalid_paths_rejected"})),
+    (ListsATuple, frozenset({"listing_names_direct_children"})),
+    (ListsItsOwnMarker, frozenset({"listing_names_direct_children"})),
+    (RootRefusalHalfDone, frozenset({"remove_non_empty_needs_recursive"})),
+    (ChecksOnlyTheDirectParent, frozenset({"file_directory_conflicts_raise"})),
+    (SortsByUtf16, frozenset({"listing_is_sorted"})),
+    (ExistsGivesInts, frozenset({"read_your_writes"})),
 ]
 
 
@@ -577,6 +792,111 @@ class TestOwnership:
             "OSError with errno ENOTEMPTY or EEXIST), it raised ValueError('Cannot delete "
             "directory, set recursive=True')"
         ) in (report["remove_non_empty_needs_recursive"].reason or "")
+
+
+MISATTRIBUTED: list[tuple[Callable[[], WorkspaceAPI], frozenset[str]]] = [
+    (
+        RefusesSpaces,
+        frozenset(
+            {
+                "read_your_writes",
+                "nested_write_creates_parents",
+                "listing_names_direct_children",
+                "listing_is_sorted",
+            }
+        ),
+    ),
+    (
+        RefusesHyphens,
+        frozenset(
+            {"nested_write_creates_parents", "listing_names_direct_children", "remove_is_precise"}
+        ),
+    ),
+    (WritesNothing, ALL_CASES),
+    (RefusesDots, ALL_CASES),
+    (FoldsCase, frozenset({"listing_names_direct_children", "listing_is_sorted"})),
+]
+
+OWNER = re.compile(r"blocked: .*; (\w+) owns")
+
+
+def blocked_owners(report: ck.ContractReport) -> dict[str, str]:
+    """Each blocked case, and the case its reason says owns what blocked it."""
+    owners = {}
+    for result in report.results:
+        reason = result.reason or ""
+        if "AssertionError: blocked:" in reason:
+            found = OWNER.search(reason)
+            assert found is not None, reason
+            owners[result.case_id] = found.group(1)
+    return owners
+
+
+def written_by_the_suite() -> list[str]:
+    """Every path the suite writes, in a run against the reference."""
+    RecordsWrites.written = []
+    report = ck.run_contract_sync(Broken(RecordsWrites), workspace.suite)
+    ck.assert_contract(report, require_full=True)
+    return sorted(set(RecordsWrites.written))
+
+
+class TestAttribution:
+    """A case blocked by its setup names the case that owns what failed, and that case fails."""
+
+    @pytest.mark.parametrize(("make", "expected"), MISATTRIBUTED, ids=ids(MISATTRIBUTED))
+    async def test_blocked_cases_name_an_owner_that_failed(
+        self, make: Callable[[], WorkspaceAPI], expected: frozenset[str]
+    ) -> None:
+        """The failed set is exact, and every blocked case names a case that failed."""
+        report = await ck.run_contract(Broken(make), workspace.suite)
+        assert failed_cases(report) == expected, str(report)
+        owners = blocked_owners(report)
+        assert owners, str(report)
+        assert set(owners.values()) <= failed_cases(report), owners
+
+    async def test_names_spelled_as_paths_block_on_listing_names_direct_children(self) -> None:
+        """A listing that gives 'a/' for 'a' fails its owner; the cases that look for 'a' block."""
+        report = await ck.run_contract(Broken(SlashesDirectories), workspace.suite)
+        owners = blocked_owners(report)
+        assert failed_cases(report) - set(owners) == {"listing_names_direct_children"}, str(report)
+        assert set(owners.values()) == {"listing_names_direct_children"}, str(report)
+        assert "gives 'sub/' for the name 'sub'" in (report["remove_is_precise"].reason or "")
+
+    @pytest.mark.parametrize(
+        "make", [WritesNothing, RefusesDots], ids=["WritesNothing", "RefusesDots"]
+    )
+    async def test_a_store_that_writes_nothing_is_blamed_on_read_your_writes(
+        self, make: Callable[[], WorkspaceAPI]
+    ) -> None:
+        """When no plain write works, every blocked case names read_your_writes, not parents."""
+        report = await ck.run_contract(Broken(make), workspace.suite)
+        assert set(blocked_owners(report).values()) == {"read_your_writes"}, str(report)
+
+    async def test_a_refused_top_level_name_is_blamed_on_read_your_writes(self) -> None:
+        """Refusing the valid name '/a b' blocks listing_is_sorted, naming read_your_writes."""
+        report = await ck.run_contract(Broken(RefusesSpaces), workspace.suite)
+        reason = report["listing_is_sorted"].reason or ""
+        assert "blocked: writing '/a b' raised ValueError(" in reason, reason
+        assert "read_your_writes owns that" in reason, reason
+        own = report["read_your_writes"].reason or ""
+        assert "ValueError: names may not hold a space: '/a b'" in own, own
+
+    @pytest.mark.parametrize("refused", written_by_the_suite())
+    async def test_each_refused_write_is_blamed_on_a_case_that_fails(self, refused: str) -> None:
+        """For each path the suite writes, refusing it alone fails the case that owns it."""
+        report = await ck.run_contract(Broken(partial(RefusesPath, refused)), workspace.suite)
+        owners = blocked_owners(report)
+        assert set(owners.values()) <= failed_cases(report), (owners, str(report))
+        assert len(failed_cases(report) - set(owners)) == 1, str(report)  # the owner alone
+
+    async def test_an_emptied_directory_that_vanishes_fails_remove_is_precise(self) -> None:
+        """A store whose emptied directories vanish fails on their existence, not on a listing."""
+        report = await ck.run_contract(Broken(EmptiedDirectoriesVanish), workspace.suite)
+        reason = report["remove_is_precise"].reason or ""
+        assert (
+            "expected list('/a') after removing '/a/sub/y.txt', the only file in '/a/sub' "
+            "(directories persist) to give 'sub', got ['x.txt.bak']"
+        ) in reason, reason
 
 
 class TestBrokenImplementations:

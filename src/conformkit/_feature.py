@@ -469,6 +469,13 @@ class Feature(Generic[API, CaseName]):
         :class:`FeatureScope`, to register cleanups with ``scope.defer``. An
         implementation with a deadline of its own (``timeout``) is a class.
 
+        What the factory returns is closed when its scope closes, after the case,
+        whether the case passed, failed or was cancelled: its ``aclose()`` is
+        awaited, or, for an object without one, its ``close()`` is called, once,
+        before the cleanups the factory registered. An object with neither is
+        left as it is. A factory that closes the object itself would close it
+        twice: write a class whose ``create`` registers what it needs instead.
+
         :param create: returns a freshly prepared API at each call.
         :param name: the implementation's name in reports, as a class name would be.
         :param coverage: as the class attribute; every case supported by default.

@@ -259,14 +259,38 @@ def implementation_from_factory(
         "claims": claims,
     }
 
-    # Sync, whatever the factory: an awaitable it returns is awaited by the host.
+    # Sync for a sync factory, as a class's create would be; an awaitable the
+    # factory returns is awaited here, so that what it made is closed too.
     def create_from_factory(self: Any, scope: FeatureScope) -> Any:
-        return create(scope) if takes_scope else create()
+        made = create(scope) if takes_scope else create()
+        if inspect.isawaitable(made):
+            return _closed_with(scope, made)
+        return _close_with(scope, made)
 
     namespace["create"] = create_from_factory
     cls = type(name.rpartition(".")[2], (FeatureImplementation,), namespace)
     instance: FeatureImplementation[API, CaseName] = cls()
     return instance
+
+
+def _close_with(scope: FeatureScope, api: API) -> API:
+    """
+    Register the disposal of what a factory made: its ``aclose()``, awaited, or
+    else its ``close()``; nothing for an object with neither.
+    """
+    for name in ("aclose", "close"):
+        # Looked up without running the object's own __getattr__, which may raise
+        # for a name it does not know.
+        if inspect.getattr_static(api, name, None) is not None:
+            method = getattr(api, name)
+            if callable(method):
+                scope.defer(method)
+                break
+    return api
+
+
+async def _closed_with(scope: FeatureScope, made: Awaitable[API]) -> API:
+    return _close_with(scope, await made)
 
 
 def _takes_scope(create: Callable[..., object], what: str) -> bool:

@@ -1,5 +1,6 @@
 """
-A workflow run store: versioned run records with optimistic concurrency, and step claims.
+A workflow run store: versioned run records with optimistic concurrency, step claims
+with leases, and a list of runs.
 
 Passing this profile establishes, for one implementation in one process:
 
@@ -8,15 +9,22 @@ Passing this profile establishes, for one implementation in one process:
 - every field the store declares in ``persisted_fields`` reads back exactly as
   written, by :func:`conformkit.laws.strictly_equal` (the same types all the way
   down), and does not change when the caller changes its own objects afterwards;
-  a value that JSON cannot hold is refused or kept exactly, never mangled;
+  a value that JSON cannot hold is refused or kept exactly, never mangled; a
+  field it does not declare (``persisted_fields`` is optional) is refused, or
+  kept exactly, never dropped or mangled;
 - an update at the current version applies its changes and bumps the version by
   one; an update at any other version raises :exc:`StaleVersion` and changes
   nothing, also when several updates race for the same version;
-- a change the store cannot make (``params``, a field it does not persist) is
+- a change the store cannot make (``params``, a name outside :data:`FIELDS`) is
   refused with :exc:`ValueError` and changes nothing;
 - of several concurrent claims of one step of one run, exactly one wins and the
   others raise :exc:`AlreadyClaimed`; claims of other steps and other runs are
-  independent; an unknown run raises :exc:`UnknownRun` everywhere.
+  independent; an unknown run raises :exc:`UnknownRun` everywhere;
+- a claim's lease is kept to the millisecond: the claim holds until it
+  expires, is then taken over by exactly one of several racers, whose own lease
+  runs from then; a claim without a lease never expires (a store whose claims
+  never expire declares that case unsupported);
+- ``list`` shows every run created, each once, as ``get`` shows it.
 
 It does not establish cross-host safety. The races run in one process: for
 :class:`SqliteRunStore` they do contend for real, on separate connections in
@@ -24,19 +32,22 @@ separate threads against one database file, but nothing here shows what
 happens when several hosts share a database (SQLite's locking is unreliable over
 network file systems, and its WAL mode does not work there at all). Nor does it
 establish durability across crashes or power loss, that a claim is ever released
-or expires (claims here are forever), fairness among contenders, or performance.
+before it expires, that a store's own clock is right (the lease case passes the
+callers' clock as ``now``), fairness among contenders, or performance.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import itertools
 import json
 import math
 import os
 import sqlite3
+import time
 import uuid
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, cast, final, get_args
@@ -49,6 +60,7 @@ from .._feature import Feature
 from .._implementation import FeatureImplementation
 from .._scope import FeatureScope
 from .._suite import ContractSuite
+from .._util import short_repr
 from ..laws import race, round_trip_async, strictly_equal
 from ._support import (
     NamedError,
@@ -63,6 +75,7 @@ __all__ = [
     "CONTENDERS",
     "FIELDS",
     "AlreadyClaimed",
+    "LeasedRunStore",
     "MemoryRunStore",
     "MemoryRunStoreImplementation",
     "Run",
@@ -129,7 +142,8 @@ class Run:
 
     :ivar run_id: the ID that ``create`` returned.
     :ivar version: 1 when the run is created, one more after each successful update.
-    :ivar fields: the run's fields by name, exactly the store's ``persisted_fields``.
+    :ivar fields: the run's fields by name: every field the store declares in
+        ``persisted_fields``, and any other field of :data:`FIELDS` it keeps.
     """
 
     run_id: str
@@ -144,12 +158,13 @@ class RunStore(Protocol):
     Field values are JSON-native (see :data:`FIELDS`). A value that is not is
     refused with :exc:`TypeError` or :exc:`ValueError`, or kept exactly; it is never
     silently changed.
-    """
 
-    @property
-    def persisted_fields(self) -> frozenset[str]:
-        """The fields of :data:`FIELDS` that this store keeps; every run has exactly these."""
-        ...
+    A store may also declare ``persisted_fields``, the fields of :data:`FIELDS` it
+    promises to keep (a set of names; see :data:`FIELDS`). It is optional: a store
+    without it declares no field. A field it does not declare may be refused by
+    ``update`` with :exc:`ValueError`, or kept; never taken and then dropped or
+    changed.
+    """
 
     async def create(self, params: Mapping[str, object]) -> str:
         """
@@ -194,10 +209,44 @@ class RunStore(Protocol):
 
     async def claim_step(self, run_id: str, step: str) -> None:
         """
-        Claim the step of the run for the caller; each step of each run is claimed once.
+        Claim the step of the run for the caller; a claim without a lease is held for ever.
 
         :raises UnknownRun: if no run has this ID.
         :raises AlreadyClaimed: if the step of this run is claimed already.
+        """
+        ...
+
+    async def list(self) -> Sequence[Run]:
+        """A snapshot of every run of the store, each once, as ``get`` would return it."""
+        ...
+
+
+class LeasedRunStore(RunStore, Protocol):
+    """
+    A :class:`RunStore` whose claims can expire: ``claim_step`` takes a lease.
+
+    The ``claim_lease_expires`` case needs it; a store whose claims never expire
+    declares that case ``Unsupported``, with the reason.
+    """
+
+    async def claim_step(
+        self, run_id: str, step: str, *, now: float | None = None, lease: float | None = None
+    ) -> None:
+        """
+        Claim the step of the run for the caller, for ``lease`` seconds or for ever.
+
+        A claim made at ``now`` with a lease is held while the clock reads less than
+        ``now + lease``; from then on it has expired, and the next claim of the step
+        takes it over (of several at once, exactly one). A claim without a lease is
+        held for ever. Checking and taking a claim happen as one step.
+
+        :param now: the caller's clock, in seconds; ``None`` for the store's own
+            (:func:`time.time` in the reference stores).
+        :param lease: how many seconds the claim is held; ``None`` for ever.
+        :raises UnknownRun: if no run has this ID.
+        :raises AlreadyClaimed: if the step of this run is claimed, and not expired.
+        :raises ValueError: for a lease that is not a positive finite number, or a
+            ``now`` that is not finite; nothing is claimed.
         """
         ...
 
@@ -213,6 +262,8 @@ _PlainCase = Literal[
     "invalid_change_rejected",
     "claim_single_owner",
     "claims_are_per_step",
+    "claim_lease_expires",
+    "list_runs",
 ]
 RunStoreCase = _PlainCase | Literal["fidelity"]
 """The names of the profile's cases, and of its family."""
@@ -231,8 +282,9 @@ feature = Feature[RunStore, RunStoreCase](
     does_not_establish=(
         "Cross-host safety: the races run in one process (for SQLite, on separate "
         "connections and threads against one file), which says nothing about several "
-        "hosts sharing a database. Nor durability across crashes, claim expiry or "
-        "release, fairness among contenders, or performance."
+        "hosts sharing a database. Nor durability across crashes, claim release, that a "
+        "store's own clock is right (leases are checked on the callers' clock), fairness "
+        "among contenders, or performance."
     ),
 )
 
@@ -247,10 +299,42 @@ CONTENDERS: Final = 8
 _NO_SUCH_RUN: Final = "no-such-run"
 
 
+_ABSENT: Final = object()
+
+
+def _declaration(api: RunStore, *, owner: bool = False) -> object:
+    """
+    The store's ``persisted_fields`` as it is, ``frozenset()`` when it has none:
+    looked up without running the store's own ``__getattr__``. Reading it may
+    raise: that fails create_then_get (``owner``) and blocks the other cases.
+    """
+    if inspect.getattr_static(api, "persisted_fields", _ABSENT) is _ABSENT:
+        return frozenset()
+    try:
+        # Not a member of RunStore, for mypy; a property of the store's may run here.
+        return cast("object", getattr(api, "persisted_fields"))  # noqa: B009
+    except Exception as exc:
+        what = f"reading the persisted_fields of {type(api).__qualname__} raised {exc!r}"
+        raise AssertionError(
+            what if owner else f"blocked: {what}; create_then_get owns that"
+        ) from exc
+
+
+def _declared(api: RunStore) -> frozenset[str]:
+    """
+    The fields of :data:`FIELDS` the store declares; a declaration that is not a
+    collection of names counts as none here, and fails create_then_get.
+    """
+    declaration = _declaration(api)
+    if isinstance(declaration, str | bytes) or not isinstance(declaration, Collection):
+        return frozenset()
+    return frozenset(name for name in FIELDS if name in declaration)
+
+
 def _updatable(api: RunStore) -> list[str]:
-    """The persisted fields an update may change, in :data:`FIELDS` order."""
-    persisted = api.persisted_fields
-    return [name for name in FIELDS if name != "params" and name in persisted]
+    """The declared fields an update may change, in :data:`FIELDS` order."""
+    declared = _declared(api)
+    return [name for name in FIELDS if name != "params" and name in declared]
 
 
 def _change(name: str, index: int) -> object:
@@ -305,15 +389,31 @@ async def _expect(error: NamedError, what: str, call: Awaitable[object]) -> None
     raise AssertionError(f"expected {what} to raise {error}, but it returned {result!r}")
 
 
+async def _get(api: RunStore, run_id: str) -> Run:
+    """Get a run; a result that is not a Run blocks the case: create_then_get owns that."""
+    run = await api.get(run_id)
+    if not isinstance(run, Run):
+        raise AssertionError(
+            f"blocked: get({run_id!r}) returned {short_repr(run)}, not a Run; "
+            f"create_then_get owns that"
+        )
+    return run
+
+
 @suite.case("create_then_get")
 async def _create_then_get(api: RunStore) -> None:
     with _SEE:
-        persisted = api.persisted_fields
-        unknown = sorted(set(persisted) - set(FIELDS))
-        if unknown:
+        declaration = _declaration(api, owner=True)
+        if (
+            isinstance(declaration, str | bytes)
+            or not isinstance(declaration, Collection)
+            or not set(declaration) <= set(FIELDS)
+        ):
             raise AssertionError(
-                f"expected persisted_fields to be among {FIELDS!r}, but it also names {unknown!r}"
+                f"expected persisted_fields to be a collection of names among {FIELDS!r}, "
+                f"got {declaration!r}"
             )
+        persisted = _declared(api)
         params: dict[str, object] = {"input": "s3://bucket/key", "retries": 3}
         first = await api.create(copy.deepcopy(params))
         second = await api.create({"input": "other"})
@@ -325,25 +425,33 @@ async def _create_then_get(api: RunStore) -> None:
             raise AssertionError(
                 f"expected two creates to return distinct run IDs, got {first!r} twice"
             )
+        third = await api.create(copy.deepcopy(params))
+        if third == first:
+            raise AssertionError(
+                f"expected two creates of the same params to return distinct run IDs, got "
+                f"{first!r} twice"
+            )
         run = await api.get(first)
+        if not isinstance(run, Run):
+            raise AssertionError(f"expected get({first!r}) to return a Run, got {short_repr(run)}")
         if run.run_id != first:
             raise AssertionError(f"expected get({first!r}) to return that run, got {run.run_id!r}")
         if run.version != 1:
             raise AssertionError(f"expected a new run at version 1, got version {run.version!r}")
-        if set(run.fields) != set(persisted):
+        if not persisted <= set(run.fields) <= set(FIELDS):
             raise AssertionError(
-                f"expected a run's fields to be exactly the persisted_fields "
-                f"{sorted(persisted)!r}, got {sorted(run.fields)!r}"
+                f"expected a run's fields to be among {FIELDS!r} and to include every one "
+                f"of the persisted_fields {sorted(persisted)!r}, got {sorted(run.fields)!r}"
             )
         initial = {"params": params, **_INITIAL}
-        expected = {name: value for name, value in initial.items() if name in persisted}
+        expected = {name: value for name, value in initial.items() if name in run.fields}
         if not strictly_equal(expected, dict(run.fields)):
             raise AssertionError(
                 f"expected a new run to hold {expected!r}, got {dict(run.fields)!r}"
             )
-        other = await api.get(second)
+        other = await _get(api, second)
         if other.run_id != second or (
-            "params" in persisted
+            "params" in run.fields
             and not strictly_equal(other.fields.get("params"), {"input": "other"})
         ):
             raise AssertionError(
@@ -381,7 +489,7 @@ def _check_applied(expected: Run, got: Run, what: str) -> None:
 async def _update_bumps_version(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        before = await api.get(run_id)
+        before = await _get(api, run_id)
         updatable = _updatable(api)
         for index in (1, 2):
             # Every field the store declares: a field it declares but drops fails here,
@@ -391,6 +499,11 @@ async def _update_bumps_version(api: RunStore) -> None:
                 run_id, copy.deepcopy(changes), expected_version=before.version
             )
             expected = Run(run_id, before.version + 1, {**before.fields, **changes})
+            if not isinstance(updated, Run):
+                raise AssertionError(
+                    f"expected update({run_id!r}, ...) to return the run as updated, a Run, got "
+                    f"{short_repr(updated)}"
+                )
             if updated.run_id != run_id:
                 raise AssertionError(
                     f"expected update({run_id!r}, ...) to return that run, got {updated.run_id!r}"
@@ -401,21 +514,30 @@ async def _update_bumps_version(api: RunStore) -> None:
                 f"update({run_id!r}, {changes!r}) at the current version returned",
             )
             _check_applied(
-                expected, await api.get(run_id), f"after update({run_id!r}, {changes!r}) get"
+                expected, await _get(api, run_id), f"after update({run_id!r}, {changes!r}) get"
             )
             before = updated
+        if updatable:  # the fields an update does not name keep their values
+            changes = {updatable[0]: _change(updatable[0], 3)}
+            await api.update(run_id, copy.deepcopy(changes), expected_version=before.version)
+            expected = Run(run_id, before.version + 1, {**before.fields, **changes})
+            _check_applied(
+                expected,
+                await _get(api, run_id),
+                f"after update({run_id!r}, {changes!r}), which names no other field, get",
+            )
 
 
 @suite.case("stale_update_rejected")
 async def _stale_update_rejected(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        start = await api.get(run_id)
+        start = await _get(api, run_id)
         names = _updatable(api)[:1]
         await api.update(
             run_id, {name: _change(name, 1) for name in names}, expected_version=start.version
         )
-        updated = await api.get(run_id)
+        updated = await _get(api, run_id)
         for stale in (start.version, updated.version + 1):
             changes = {name: _change(name, 2) for name in names}
             await _expect(
@@ -424,14 +546,14 @@ async def _stale_update_rejected(api: RunStore) -> None:
                 f"{updated.version}",
                 api.update(run_id, changes, expected_version=stale),
             )
-            _check_same(updated, await api.get(run_id), "after an update rejected as stale, get")
+            _check_same(updated, await _get(api, run_id), "after an update rejected as stale, get")
 
 
 @suite.case("concurrent_updates_single_winner")
 async def _concurrent_updates_single_winner(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        start = await api.get(run_id)
+        start = await _get(api, run_id)
         names = _updatable(api)[:1]
 
         def changes(index: int) -> dict[str, object]:
@@ -445,7 +567,7 @@ async def _concurrent_updates_single_winner(api: RunStore) -> None:
         expected = Run(run_id, start.version + 1, {**start.fields, **changes(winner.index)})
         _check_same(
             expected,
-            await api.get(run_id),
+            await _get(api, run_id),
             f"after {CONTENDERS} updates raced at version {start.version} and call "
             f"{winner.index} won, get",
         )
@@ -455,20 +577,51 @@ async def _concurrent_updates_single_winner(api: RunStore) -> None:
 async def _invalid_change_rejected(api: RunStore) -> None:
     with _SEE:
         run_id = await api.create({"input": "a"})
-        before = await api.get(run_id)
-        persisted = api.persisted_fields
-        refused = ["params", *(name for name in FIELDS if name not in persisted), "no_such_field"]
-        attempts: list[dict[str, object]] = [{name: {"changed": True}} for name in refused]
-        updatable = _updatable(api)
-        if updatable:  # a valid change next to an invalid one is not half applied
-            attempts.append({updatable[0]: _change(updatable[0], 1), "no_such_field": True})
+        before = await _get(api, run_id)
+        declared = _declared(api)
+        valid = (_updatable(api) or ["status"])[0]
+        attempts: list[dict[str, object]] = [
+            {"params": {"changed": True}},
+            {"no_such_field": {"changed": True}},
+            # A valid change next to an invalid one is not half applied.
+            {valid: _change(valid, 1), "no_such_field": True},
+        ]
         for changes in attempts:
             await _expect(
                 _REFUSED,
-                f"update({run_id!r}, {changes!r}) of a store persisting {sorted(persisted)!r}",
+                f"update({run_id!r}, {changes!r}) of a store declaring {sorted(declared)!r}",
                 api.update(run_id, changes, expected_version=before.version),
             )
-            _check_same(before, await api.get(run_id), f"after the refused update {changes!r}, get")
+            _check_same(
+                before, await _get(api, run_id), f"after the refused update {changes!r}, get"
+            )
+        for name in FIELDS:
+            if name == "params" or name in declared:
+                continue
+            # A field the store does not declare is refused, or kept; never dropped.
+            changes = {name: {"changed": True}}
+            what = f"update({run_id!r}, {changes!r}) of a field the store does not declare"
+            try:
+                await api.update(run_id, changes, expected_version=before.version)
+            except Exception as exc:
+                if not _REFUSED.matches(exc):
+                    raise AssertionError(
+                        f"expected {what} to raise {_REFUSED} or to keep it, but it raised {exc!r}"
+                    ) from exc
+                _check_same(before, await _get(api, run_id), f"after the refused {what}, get")
+                continue
+            after = await _get(api, run_id)
+            if after.fields.get(name, _ABSENT) != changes[name]:
+                shown = (
+                    f"{name} {after.fields[name]!r}"
+                    if name in after.fields
+                    else f"no {name!r} field"
+                )
+                raise AssertionError(
+                    f"expected {what} to raise {_REFUSED} or to keep it, but it was taken and the "
+                    f"run then had {shown}: dropped silently"
+                )
+            before = after
 
 
 @suite.case("claim_single_owner")
@@ -497,6 +650,110 @@ async def _claims_are_per_step(api: RunStore) -> None:
                     f"expected claim_step({run_id!r}, {step!r}) to succeed: only other steps or "
                     f"other runs were claimed before; it raised {exc!r}"
                 ) from exc
+
+
+# A claim's start and lease on the callers' clock: the expiry, 1700000001.75, is
+# a fraction of a second, so an expiry kept in whole seconds, rounded either way,
+# shows; probes a millisecond either side of it leave room for a store that keeps
+# milliseconds, and for either convention at the instant itself (expired at it,
+# or only after it).
+_START: Final = 1_700_000_000.5
+_LEASE: Final = 1.25
+_BEFORE: Final = 0.001
+
+
+@suite.case("claim_lease_expires")
+async def _claim_lease_expires(store: RunStore) -> None:
+    # A store without leases declares this case unsupported; one that runs it
+    # takes the keywords, or fails here with the TypeError that says it does not.
+    api = cast("LeasedRunStore", store)
+    with _SEE:
+        run_id = await api.create({"input": "a"})
+        expiry = _START + _LEASE
+        await api.claim_step(run_id, "extract", now=_START, lease=_LEASE)
+        again = f"claim_step({run_id!r}, 'extract', now={_START!r}, lease={_LEASE!r})"
+        try:  # refused at the same instant: a claim, whatever its lease, is exclusive
+            result: object = await api.claim_step(run_id, "extract", now=_START, lease=_LEASE)  # type: ignore[func-returns-value]
+        except Exception as exc:
+            if not _CLAIMED.matches(exc):
+                raise
+        else:
+            raise AssertionError(
+                f"blocked: {again} at the instant of the first claim returned {result!r} "
+                f"instead of raising {_CLAIMED}; claim_single_owner owns that"
+            )
+        await _expect(
+            _CLAIMED,
+            f"claim_step({run_id!r}, 'extract', now={expiry - _BEFORE!r}, lease={_LEASE!r}) "
+            f"while the claim made at now={_START!r} for {_LEASE!r} s holds",
+            api.claim_step(run_id, "extract", now=expiry - _BEFORE, lease=_LEASE),
+        )
+        after = expiry + _BEFORE
+        outcomes = await race(
+            CONTENDERS,
+            lambda index: api.claim_step(run_id, "extract", now=after, lease=_LEASE),
+        )
+        outcomes.exactly_one_wins(AlreadyClaimed)
+        # The winner's lease runs from its own claim, not the expired one's.
+        later = after + _LEASE - _BEFORE
+        await _expect(
+            _CLAIMED,
+            f"claim_step({run_id!r}, 'extract', now={later!r}) while the claim taken over at "
+            f"now={after!r} for {_LEASE!r} s holds",
+            api.claim_step(run_id, "extract", now=later, lease=_LEASE),
+        )
+        await api.claim_step(run_id, "load", now=_START)
+        far = _START + 10**9
+        await _expect(
+            _CLAIMED,
+            f"claim_step({run_id!r}, 'load', now={far!r}) of a step claimed without a lease",
+            api.claim_step(run_id, "load", now=far, lease=_LEASE),
+        )
+
+
+@suite.case("list_runs")
+async def _list_runs(api: RunStore) -> None:
+    with _SEE:
+        before = {run.run_id for run in await api.list()}
+        created = [await api.create({"input": name}) for name in ("a", "b", "c")]
+        current = await _get(api, created[1])
+        changes = {name: _change(name, 1) for name in _updatable(api)[:1]}
+        await api.update(created[1], changes, expected_version=current.version)
+        result: object = await api.list()
+        if not isinstance(result, Sequence) or isinstance(result, str):
+            raise AssertionError(
+                f"expected list() to return a sequence of Run, got {short_repr(result)}"
+            )
+        runs: list[object] = list(result)
+        strays = [run for run in runs if not isinstance(run, Run)]
+        if strays:
+            raise AssertionError(f"expected list() to give Run objects, got {short_repr(strays)}")
+        listed = cast("list[Run]", runs)
+        ids = [run.run_id for run in listed]
+        repeated = sorted({run_id for run_id in ids if ids.count(run_id) > 1})
+        if repeated:
+            raise AssertionError(
+                f"expected list() to show each run once, but it repeats {repeated!r}"
+            )
+        new = set(ids) - before
+        if new != set(created):
+            raise AssertionError(
+                f"expected list() to show the runs created, {created!r}, but it "
+                f"shows {sorted(new)!r} of the new ones"
+            )
+        shown = {run.run_id: await _get(api, run.run_id) for run in listed if run.run_id in created}
+        for run in listed:
+            if run.run_id in shown:
+                _check_applied(shown[run.run_id], run, f"list() against get({run.run_id!r})")
+        for run in listed:  # each snapshot is the caller's own
+            for value in run.fields.values():
+                _change_in_place(value)
+        for run_id, expected in shown.items():
+            _check_applied(
+                expected,
+                await _get(api, run_id),
+                f"after the caller changed the objects list() gave, get({run_id!r})",
+            )
 
 
 # Values of each field that a store must give back exactly: unicode and NUL, int
@@ -566,17 +823,17 @@ async def _reach(api: RunStore, name: str) -> str:
     """
     run_id = await api.create({"input": "a"})
     if name == "params":
-        got = _field(await api.get(run_id), name)
+        got = _field(await _get(api, run_id), name)
         if got != {"input": "a"}:
             raise AssertionError(
                 f"blocked: create({{'input': 'a'}}) reads back with params {got!r}; "
                 f"create_then_get owns that"
             )
         return run_id
-    current = await api.get(run_id)
+    current = await _get(api, run_id)
     plain = _change(name, 0)
     await api.update(run_id, {name: copy.deepcopy(plain)}, expected_version=current.version)
-    got = _field(await api.get(run_id), name)
+    got = _field(await _get(api, run_id), name)
     if got != plain:
         raise AssertionError(
             f"blocked: update({run_id!r}, {{{name!r}: {plain!r}}}) reads back with {name} "
@@ -585,19 +842,60 @@ async def _reach(api: RunStore, name: str) -> str:
     return run_id
 
 
+async def _refused_or_kept(api: RunStore, name: str) -> None:
+    """
+    A field the store does not declare: each value is refused, changing nothing,
+    or kept exactly; never mangled. A field that is refused holds nothing to mangle.
+    """
+    run_id = await api.create({"input": "a"})
+    for value in (*_SAMPLES[name], *_FOREIGN):
+        written = copy.deepcopy(value)
+        before = await _get(api, run_id)
+        call = (
+            f"create({value!r})"
+            if name == "params"
+            else f"update({run_id!r}, {{{name!r}: {value!r}}})"
+        )
+        try:
+            if name == "params":
+                run_id = await api.create(cast("Mapping[str, object]", written))
+            else:
+                await api.update(run_id, {name: written}, expected_version=before.version)
+        except (TypeError, ValueError):
+            if name != "params":
+                _check_same(before, await _get(api, run_id), f"after refusing {call}, get")
+            continue
+        after = await _get(api, run_id)
+        if name not in after.fields:
+            if name == "params":
+                continue  # params it does not show are params it does not keep
+            raise AssertionError(
+                f"blocked: {call} was taken, and the run has no {name!r} field; "
+                f"invalid_change_rejected owns that"
+            )
+        got = after.fields[name]
+        if not strictly_equal(value, got):
+            raise AssertionError(
+                f"expected {name!r}, which the store does not declare, to be refused or kept "
+                f"exactly; {call} was taken and reads back {got!r}"
+            )
+        _change_in_place(written)
+        _change_in_place(got)
+        again = _field(await _get(api, run_id), name)
+        if not strictly_equal(value, again):
+            raise AssertionError(
+                f"expected {name!r} to stay {value!r} when the caller changed its own objects, "
+                f"but the store now holds {again!r}; a store copies what it is given and what "
+                f"it gives"
+            )
+
+
 @suite.family("fidelity")
 async def _fidelity(api: RunStore, name: str) -> None:
     with _SEE:
-        if name not in api.persisted_fields:
-            # Nothing to keep, so nothing to check: a gap the report shows, never a
-            # pass. create_then_get checks that runs lack the field, and
-            # invalid_change_rejected that updates of it are refused.
-            from .._skip import CaseUnsupported  # imports unittest: only on this path
-
-            raise CaseUnsupported(
-                f"the store keeps no {name!r} field (not in its persisted_fields): "
-                f"no fidelity to check"
-            )
+        if name not in _declared(api):
+            await _refused_or_kept(api, name)
+            return
         run_id = await _reach(api, name)
 
         async def write(value: object) -> str:
@@ -605,12 +903,12 @@ async def _fidelity(api: RunStore, name: str) -> None:
             if name == "params":
                 run_id = await api.create(cast("Mapping[str, object]", value))
             else:
-                current = await api.get(run_id)
+                current = await _get(api, run_id)
                 await api.update(run_id, {name: value}, expected_version=current.version)
             return run_id
 
         async def read(run_id: str) -> object:
-            return _field(await api.get(run_id), name)
+            return _field(await _get(api, run_id), name)
 
         write.__qualname__ = "create" if name == "params" else "update"
         read.__qualname__ = "get"
@@ -628,13 +926,13 @@ async def _fidelity(api: RunStore, name: str) -> None:
                     f"{again!r}; a store copies what it is given and what it gives"
                 )
         for foreign in _FOREIGN:
-            before = None if name == "params" else await api.get(run_id)
+            before = None if name == "params" else await _get(api, run_id)
             try:
                 await write(copy.deepcopy(foreign))
             except (TypeError, ValueError):
                 if before is not None:
                     _check_same(
-                        before, await api.get(run_id), f"after refusing {name}={foreign!r}, get"
+                        before, await _get(api, run_id), f"after refusing {name}={foreign!r}, get"
                     )
                 continue
             got = await read(run_id)
@@ -706,6 +1004,21 @@ def _checked_changes(persisted: frozenset[str], changes: Mapping[str, object]) -
     return copy.deepcopy(dict(changes))
 
 
+def _checked_lease(now: float | None, lease: float | None) -> tuple[float, float | None]:
+    """The clock reading (the wall clock's for ``None``) and the lease, checked."""
+    if lease is not None and (
+        type(lease) not in (int, float) or not math.isfinite(lease) or lease <= 0
+    ):
+        raise ValueError(
+            f"lease must be a positive finite number of seconds or None, got {lease!r}"
+        )
+    if now is None:
+        return time.time(), lease
+    if type(now) not in (int, float) or not math.isfinite(now):
+        raise ValueError(f"now must be a finite number of seconds or None, got {now!r}")
+    return float(now), lease
+
+
 @dataclass(slots=True)
 class _Stored:
     version: int
@@ -728,7 +1041,8 @@ class MemoryRunStore:
 
     def __init__(self) -> None:
         self._runs: dict[str, _Stored] = {}
-        self._claims: set[tuple[str, str]] = set()
+        # The expiry of each claim on the callers' clock; None for one held for ever.
+        self._claims: dict[tuple[str, str], float | None] = {}
         self._numbers = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -772,13 +1086,24 @@ class MemoryRunStore:
         stored.version += 1
         return self._snapshot(run_id)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
+    async def claim_step(
+        self, run_id: str, step: str, *, now: float | None = None, lease: float | None = None
+    ) -> None:
         """Claim the step, as one step; see :meth:`RunStore.claim_step`."""
         await anyio.lowlevel.checkpoint()
+        at, lease = _checked_lease(now, lease)
         self._stored(run_id)
-        if (run_id, step) in self._claims:
-            raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
-        self._claims.add((run_id, step))
+        key = (run_id, step)
+        if key in self._claims:
+            expiry = self._claims[key]
+            if expiry is None or at < expiry:
+                raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
+        self._claims[key] = None if lease is None else at + lease
+
+    async def list(self) -> Sequence[Run]:
+        """Every run, in the order they were created; see :meth:`RunStore.list`."""
+        await anyio.lowlevel.checkpoint()
+        return [self._snapshot(run_id) for run_id in self._runs]
 
 
 _RUNS: Final = "run_store_runs"
@@ -789,7 +1114,8 @@ _SCHEMA: Final = (
     + ", ".join(f"{name} TEXT NOT NULL" for name in FIELDS)
     + ")",
     f"CREATE TABLE IF NOT EXISTS {_CLAIMS} ("
-    "run_id TEXT NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, step)) WITHOUT ROWID",
+    "run_id TEXT NOT NULL, step TEXT NOT NULL, expires_at REAL, "
+    "PRIMARY KEY (run_id, step)) WITHOUT ROWID",
 )
 
 
@@ -855,6 +1181,10 @@ class SqliteRunStore(PathAndNamespace):
                 connection.execute("PRAGMA journal_mode = WAL")
                 for statement in _SCHEMA:
                     connection.execute(statement)
+                columns = {row[1] for row in connection.execute(f"PRAGMA table_info({_CLAIMS})")}
+                if "expires_at" not in columns:  # a database from before claims had leases
+                    with transaction(connection):
+                        connection.execute(f"ALTER TABLE {_CLAIMS} ADD COLUMN expires_at REAL")
 
         await anyio.to_thread.run_sync(in_thread)
 
@@ -923,8 +1253,15 @@ class SqliteRunStore(PathAndNamespace):
 
         return await anyio.to_thread.run_sync(in_thread)
 
-    async def claim_step(self, run_id: str, step: str) -> None:
-        """Claim the step: a primary key decides; see :meth:`RunStore.claim_step`."""
+    async def claim_step(
+        self, run_id: str, step: str, *, now: float | None = None, lease: float | None = None
+    ) -> None:
+        """
+        Claim the step: a primary key decides, and an expired claim is taken over in
+        the same statement; see :meth:`RunStore.claim_step`.
+        """
+        at, lease = _checked_lease(now, lease)
+        expiry = None if lease is None else at + lease
 
         def in_thread() -> None:
             with closing(self._connect()) as connection, transaction(connection):
@@ -933,16 +1270,41 @@ class SqliteRunStore(PathAndNamespace):
                 ).fetchone()
                 if known is None:
                     raise UnknownRun(f"no run has the ID {run_id!r}")
-                try:
-                    connection.execute(
-                        f"INSERT INTO {_CLAIMS} (run_id, step) VALUES (?, ?)", (run_id, step)
-                    )
-                except sqlite3.IntegrityError as exc:
-                    raise AlreadyClaimed(
-                        f"step {step!r} of run {run_id!r} is already claimed"
-                    ) from exc
+                taken = connection.execute(
+                    f"INSERT INTO {_CLAIMS} (run_id, step, expires_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run_id, step) DO UPDATE SET expires_at = excluded.expires_at "
+                    f"WHERE {_CLAIMS}.expires_at IS NOT NULL AND {_CLAIMS}.expires_at <= ?",
+                    (run_id, step, expiry, at),
+                ).rowcount
+                if taken == 0:
+                    raise AlreadyClaimed(f"step {step!r} of run {run_id!r} is already claimed")
 
         await anyio.to_thread.run_sync(in_thread)
+
+    async def list(self) -> Sequence[Run]:
+        """
+        Every run of this store's namespace (of the file, with none), in the order
+        they were created; see :meth:`RunStore.list`.
+        """
+        prefix = self._namespace
+
+        def in_thread() -> Sequence[Run]:
+            with closing(self._connect()) as connection:
+                rows = connection.execute(
+                    f"SELECT run_id, version, {', '.join(FIELDS)} FROM {_RUNS} "
+                    "WHERE substr(run_id, 1, ?) = ? ORDER BY rowid",
+                    (len(prefix), prefix),
+                ).fetchall()
+            return [
+                Run(
+                    run_id,
+                    version,
+                    {name: json.loads(text) for name, text in zip(FIELDS, texts, strict=True)},
+                )
+                for run_id, version, *texts in rows
+            ]
+
+        return await anyio.to_thread.run_sync(in_thread)
 
     async def delete_namespace(self) -> int:
         """

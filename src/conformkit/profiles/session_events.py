@@ -342,8 +342,62 @@ def _as_list(value: JSON, what: str) -> list[JSON]:
     return value
 
 
-async def _load(api: SessionEventsAPI, session_id: str) -> SessionRecord:
+# The cases that own the types of what the operations return; the other cases are
+# blocked by a wrong type, naming the owner, instead of failing on it.
+_RETURNS_OWNER: Final = "load_returns_created_session"
+_APPEND_OWNER: Final = "append_is_idempotent"
+
+
+def _check_appended(what: str, stored: object) -> bool:
+    if type(stored) is not bool:
+        raise AssertionError(
+            f"blocked: {what} returned {short_repr(stored)}, neither True nor False; "
+            f"{_APPEND_OWNER} owns that"
+        )
+    return stored
+
+
+async def _append(api: SessionEventsAPI, session_id: str, event: Event) -> bool:
+    """Append; an outcome that is not a bool blocks the case."""
+    stored = await api.append(session_id, event)
+    return _check_appended(f"append({session_id!r}, {event.event_id!r})", stored)
+
+
+async def _replay(api: SessionEventsAPI, session_id: str) -> list[Event]:
+    """Replay; a result that is not a list blocks the case."""
+    events = await api.replay(session_id)
+    if type(events) is not list:
+        raise AssertionError(
+            f"blocked: replay({session_id!r}) returned {short_repr(events)}, not a list; "
+            f"{_RETURNS_OWNER} owns that"
+        )
+    return events
+
+
+async def _children(api: SessionEventsAPI, session_id: str) -> list[str]:
+    """List the children; a result that is not a list blocks the case."""
+    children = await api.children(session_id)
+    if type(children) is not list:
+        raise AssertionError(
+            f"blocked: children({session_id!r}) returned {short_repr(children)}, not a list; "
+            f"{_RETURNS_OWNER} owns that"
+        )
+    return children
+
+
+async def _loaded(api: SessionEventsAPI, session_id: str) -> SessionRecord | None:
+    """Load; a result that is neither a SessionRecord nor None blocks the case."""
     record = await api.load_session(session_id)
+    if record is not None and type(record) is not SessionRecord:
+        raise AssertionError(
+            f"blocked: load_session({session_id!r}) returned {short_repr(record)}, not a "
+            f"SessionRecord; {_RETURNS_OWNER} owns that"
+        )
+    return record
+
+
+async def _load(api: SessionEventsAPI, session_id: str) -> SessionRecord:
+    record = await _loaded(api, session_id)
     if record is None:
         raise AssertionError(f"load_session({session_id!r}) returned None for a created session")
     return record
@@ -391,10 +445,12 @@ async def _duplicate_session_rejected(api: SessionEventsAPI) -> None:
         )
         _expect(
             "load_session('s-1') after the rejected creates",
-            await api.load_session("s-1"),
+            await _loaded(api, "s-1"),
             SessionRecord("s-1", {"version": 1}, None),
         )
-        _expect("children('root') after a rejected create under it", await api.children("root"), [])
+        _expect(
+            "children('root') after a rejected create under it", await _children(api, "root"), []
+        )
 
 
 @suite.case("unknown_session_rejected")
@@ -424,10 +480,18 @@ async def _append_is_idempotent(api: SessionEventsAPI) -> None:
             await api.append("s", changed),
             False,
         )
-        _expect("replay('s') after duplicate appends", await api.replay("s"), [first])
+        _expect("replay('s') after duplicate appends", await _replay(api, "s"), [first])
         second = Event("e-2", 2, {"text": "second"})
         _expect("append('s', e-2) after the duplicates", await api.append("s", second), True)
-        _expect("replay('s') after e-2", await api.replay("s"), [first, second])
+        _expect("replay('s') after e-2", await _replay(api, "s"), [first, second])
+        # A duplicate is a duplicate first: the sequence it names being taken is no conflict.
+        retried = Event("e-1", 2, {"text": "retried"})
+        _expect(
+            "append('s', e-1) again with sequence 2, which e-2 has",
+            await api.append("s", retried),
+            False,
+        )
+        _expect("replay('s') after that", await _replay(api, "s"), [first, second])
 
 
 @suite.case("concurrent_appends_are_idempotent")
@@ -435,7 +499,10 @@ async def _concurrent_appends_are_idempotent(api: SessionEventsAPI) -> None:
     with _SEE:
         await _create(api, "s", {})
         outcomes = await race(5, lambda index: api.append("s", Event("e-1", 1, {"attempt": index})))
-        stored = outcomes.all_succeed()
+        stored = [
+            _check_appended(f"append('s', 'e-1') call {index}", value)
+            for index, value in enumerate(outcomes.all_succeed())
+        ]
         winners = [index for index, value in enumerate(stored) if value is True]
         losers = [index for index, value in enumerate(stored) if value is False]
         if len(winners) != 1 or len(losers) != 4:
@@ -444,12 +511,16 @@ async def _concurrent_appends_are_idempotent(api: SessionEventsAPI) -> None:
                 f"{stored!r}"
             )
         winner = Event("e-1", 1, {"attempt": winners[0]})
-        _expect("replay('s') after the concurrent duplicates", await api.replay("s"), [winner])
+        _expect("replay('s') after the concurrent duplicates", await _replay(api, "s"), [winner])
         others = [Event(f"e-{index + 2}", index + 2, {"n": index}) for index in range(4)]
         outcomes = await race(4, lambda index: api.append("s", others[index]))
-        _expect("4 concurrent appends of distinct events", outcomes.all_succeed(), [True] * 4)
+        appended = [
+            _check_appended(f"append('s', {others[index].event_id!r})", value)
+            for index, value in enumerate(outcomes.all_succeed())
+        ]
+        _expect("4 concurrent appends of distinct events", appended, [True] * 4)
         # Sorted here, so that only replay_orders_by_sequence fails a store that misorders.
-        replayed = sorted(await api.replay("s"), key=lambda event: event.sequence)
+        replayed = sorted(await _replay(api, "s"), key=lambda event: event.sequence)
         _expect("replay('s') after them, sorted by sequence", replayed, [winner, *others])
 
 
@@ -458,20 +529,20 @@ async def _sequence_conflict_rejected(api: SessionEventsAPI) -> None:
     with _SEE:
         await _create(api, "s", {})
         first = Event("e-1", 1, {"n": 1})
-        await api.append("s", first)
+        await _append(api, "s", first)
         await _raises(
             _CONFLICT,
             api.append("s", Event("e-2", 1, {"n": 2})),
             "append('s', e-2) with sequence 1, which e-1 has",
         )
-        _expect("replay('s') after the conflict", await api.replay("s"), [first])
+        _expect("replay('s') after the conflict", await _replay(api, "s"), [first])
         second = Event("e-2", 2, {"n": 2})
         _expect(
             "append('s', e-2) with a free sequence after its conflict",
-            await api.append("s", second),
+            await _append(api, "s", second),
             True,
         )
-        _expect("replay('s') after that", await api.replay("s"), [first, second])
+        _expect("replay('s') after that", await _replay(api, "s"), [first, second])
 
 
 @suite.case("replay_orders_by_sequence")
@@ -480,21 +551,24 @@ async def _replay_orders_by_sequence(api: SessionEventsAPI) -> None:
         await _create(api, "s", {})
         # Neither the append order, nor the event IDs, nor the sequences compared as
         # text give sequence order.
+        # The largest sequences need 64 bits, and the last 63 of them.
         appended = [
             Event("x", 30, {"n": "x"}),
             Event("y", 5, {"n": "y"}),
+            Event("t", 2**63 - 1, {"n": "t"}),
             Event("z", 100, {"n": "z"}),
             Event("w", 12, {"n": "w"}),
+            Event("s", 2**31, {"n": "s"}),
             Event("v", 0, {"n": "v"}),
         ]
         for event in appended:
-            await api.append("s", event)
+            await _append(api, "s", event)
         expected = sorted(appended, key=lambda event: event.sequence)
-        _expect("replay('s') of events appended out of order", await api.replay("s"), expected)
+        _expect("replay('s') of events appended out of order", await _replay(api, "s"), expected)
         late = Event("u", 7, {"n": "u"})
-        await api.append("s", late)
+        await _append(api, "s", late)
         expected = sorted([*appended, late], key=lambda event: event.sequence)
-        _expect("replay('s') after a late event with sequence 7", await api.replay("s"), expected)
+        _expect("replay('s') after a late event with sequence 7", await _replay(api, "s"), expected)
 
 
 @suite.case("metadata_cloned_at_create")
@@ -540,14 +614,14 @@ async def _payload_cloned_at_append(api: SessionEventsAPI) -> None:
         items: list[JSON] = [1, 2]
         inner: dict[str, JSON] = {"key": "value"}
         payload: dict[str, JSON] = {"items": items, "inner": inner, "text": "original"}
-        await api.append("s", Event("e-1", 1, payload))
+        await _append(api, "s", Event("e-1", 1, payload))
         payload["text"] = "changed"
         payload["added"] = None
         items.append(3)
         inner["key"] = "changed"
         _expect(
             "replay after the caller changed the payload it appended",
-            await api.replay("s"),
+            await _replay(api, "s"),
             [Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}, "text": "original"})],
         )
 
@@ -557,8 +631,8 @@ async def _payload_cloned_at_replay(api: SessionEventsAPI) -> None:
     with _SEE:
         await _create(api, "s", {})
         original = Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}})
-        await api.append("s", Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}}))
-        events = await api.replay("s")
+        await _append(api, "s", Event("e-1", 1, {"items": [1, 2], "inner": {"key": "value"}}))
+        events = await _replay(api, "s")
         if len(events) != 1:
             raise AssertionError(f"replay('s') after one append: expected 1 event, got {events!r}")
         payload = _as_dict(events[0].payload, "the replayed payload")
@@ -568,7 +642,7 @@ async def _payload_cloned_at_replay(api: SessionEventsAPI) -> None:
         events.append(Event("e-intruder", 99, None))
         _expect(
             "replay again after the caller changed what replay returned",
-            await api.replay("s"),
+            await _replay(api, "s"),
             [original],
         )
 
@@ -578,8 +652,8 @@ async def _parent_child_links_preserved(api: SessionEventsAPI) -> None:
     with _SEE:
         await api.create_session("root", metadata={})
         await api.create_session("root-2", metadata={})
-        # Created out of order: children() sorts them.
-        for child in ("child-c", "child-a", "child-b"):
+        # Created out of order: children() sorts them, by code point ("C" before "c").
+        for child in ("child-c", "Child-d", "child-a", "child-b"):
             await api.create_session(child, metadata={"name": child}, parent_id="root")
         await api.create_session("grandchild", metadata={}, parent_id="child-a")
         _expect("load_session('root').parent_id", (await _load(api, "root")).parent_id, None)
@@ -593,13 +667,13 @@ async def _parent_child_links_preserved(api: SessionEventsAPI) -> None:
         )
         _expect(
             "children('root'), direct children sorted by ID",
-            await api.children("root"),
-            ["child-a", "child-b", "child-c"],
+            await _children(api, "root"),
+            ["Child-d", "child-a", "child-b", "child-c"],
         )
-        _expect("children('child-a')", await api.children("child-a"), ["grandchild"])
-        _expect("children('child-b')", await api.children("child-b"), [])
-        _expect("children('grandchild')", await api.children("grandchild"), [])
-        _expect("children('root-2')", await api.children("root-2"), [])
+        _expect("children('child-a')", await _children(api, "child-a"), ["grandchild"])
+        _expect("children('child-b')", await _children(api, "child-b"), [])
+        _expect("children('grandchild')", await _children(api, "grandchild"), [])
+        _expect("children('root-2')", await _children(api, "root-2"), [])
 
 
 @suite.case("unknown_parent_rejected")
@@ -619,7 +693,7 @@ async def _unknown_parent_rejected(api: SessionEventsAPI) -> None:
             ) from error
         _expect(
             "load_session('orphan') created without a parent after the rejected create",
-            await api.load_session("orphan"),
+            await _loaded(api, "orphan"),
             SessionRecord("orphan", {"second": "try"}, None),
         )
 
@@ -632,14 +706,14 @@ async def _sessions_are_isolated(api: SessionEventsAPI) -> None:
         await _create(api, "a-child", {}, parent_id="a")
         in_a = [Event("e-1", 1, {"in": "a"}), Event("e-2", 2, {"in": "a"})]
         in_b = Event("e-1", 1, {"in": "b"})  # the same ID and sequence as in session a
-        _expect("append('a', e-1)", await api.append("a", in_a[0]), True)
-        _expect("append('b', e-1): event IDs are per session", await api.append("b", in_b), True)
-        _expect("append('a', e-2)", await api.append("a", in_a[1]), True)
-        _expect("replay('a')", await api.replay("a"), in_a)
-        _expect("replay('b')", await api.replay("b"), [in_b])
+        _expect("append('a', e-1)", await _append(api, "a", in_a[0]), True)
+        _expect("append('b', e-1): event IDs are per session", await _append(api, "b", in_b), True)
+        _expect("append('a', e-2)", await _append(api, "a", in_a[1]), True)
+        _expect("replay('a')", await _replay(api, "a"), in_a)
+        _expect("replay('b')", await _replay(api, "b"), [in_b])
         _expect("load_session('a').metadata", (await _load(api, "a")).metadata, {"name": "a"})
         _expect("load_session('b').metadata", (await _load(api, "b")).metadata, {"name": "b"})
-        _expect("children('b')", await api.children("b"), [])
+        _expect("children('b')", await _children(api, "b"), [])
 
 
 def _json_samples() -> list[JSON]:
@@ -696,11 +770,11 @@ async def _json_round_trips_strictly(api: SessionEventsAPI) -> None:
 
         async def append(payload: JSON) -> str:
             sequence = next(sequences)
-            await api.append("s", Event(f"e-{sequence}", sequence, payload))
+            await _append(api, "s", Event(f"e-{sequence}", sequence, payload))
             return f"e-{sequence}"
 
         async def replay(event_id: str) -> JSON:
-            for event in await api.replay("s"):
+            for event in await _replay(api, "s"):
                 if event.event_id == event_id:
                     return event.payload
             raise AssertionError(f"replay('s') lacks the appended event {event_id!r}")
@@ -708,6 +782,12 @@ async def _json_round_trips_strictly(api: SessionEventsAPI) -> None:
         for function in (create_session, load_session, append, replay):
             # The law's message names them: "round trip (encode=append, decode=replay) ...".
             function.__qualname__ = function.__name__
+
+        # What load_session, append and replay return, checked before the law relies on it.
+        await _create(api, "shapes", {})
+        await _load(api, "shapes")
+        await _append(api, "shapes", Event("shape", 0, {}))
+        await _replay(api, "shapes")
 
         metadata = {f"sample-{index}": sample for index, sample in enumerate(samples)}
         got = await round_trip_async(create_session, load_session, metadata)
@@ -764,10 +844,43 @@ async def _non_json_rejected(api: SessionEventsAPI) -> None:
                     f"creating {f's-{sequence}'!r} again with valid metadata raised "
                     f"{error_line(error)}"
                 ) from error
-        _expect("replay('s') after rejected payloads", await api.replay("s"), [])
+        _expect("replay('s') after rejected payloads", await _replay(api, "s"), [])
         _expect(
-            "append('s', e-0) after its rejection", await api.append("s", Event("e-0", 0, {})), True
+            "append('s', e-0) after its rejection",
+            await _append(api, "s", Event("e-0", 0, {})),
+            True,
         )
+        # NotJSON comes before the store is consulted: for a duplicate too, and an unknown
+        # session. DuplicateSession is a ValueError, but it is not the reason here.
+        pair: Any = (1, 2)
+        await _raises(
+            _NOT_JSON,
+            api.append("s", Event("e-0", 0, pair)),
+            "append('s', e-0) again, with a tuple for its payload",
+        )
+        await _raises(
+            _NOT_JSON,
+            api.append("no-such-session", Event("e-0", 0, pair)),
+            "append('no-such-session', ...) with a tuple for its payload",
+        )
+        try:
+            await api.create_session("s", metadata={"when": pair})
+        except DuplicateSession as error:
+            raise AssertionError(
+                f"create_session('s') again, with a tuple in its metadata: expected {_NOT_JSON}, "
+                f"got {error_line(error)}"
+            ) from error
+        except Exception as error:
+            if not _NOT_JSON.matches(error):
+                raise AssertionError(
+                    f"create_session('s') again, with a tuple in its metadata: expected "
+                    f"{_NOT_JSON}, got {error_line(error)}"
+                ) from error
+        else:
+            raise AssertionError(
+                f"create_session('s') again, with a tuple in its metadata: expected {_NOT_JSON}, "
+                f"but it returned"
+            )
 
 
 # --------------------------------------------------------------------------- reference stores
