@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 import httpx
 import pytest
-import uvicorn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +44,7 @@ from conformkit.profiles.invocation import (
     suite,
 )
 from invocation_wrappers import BLOCKED_BY, broken_wrappers
+from live_servers import SERVERS, THREAD_PREFIX, serving
 
 DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "profile-invocation.md"
 
@@ -57,96 +57,21 @@ def failed_cases(report: ck.ContractReport) -> set[str]:
 # --------------------------------------------------------------------------- the live server
 
 
-live_server_feature = ck.Feature[LiveServer, str]("tests.live_server", cases=("serves",))
-
-
-class Uvicorn(ck.FeatureImplementation[LiveServer, str]):
-    """
-    A uvicorn server on 127.0.0.1 and a free port, serving a :class:`LiveServer`.
-
-    uvicorn runs on asyncio, in a thread of its own with its own event loop, so the
-    cases drive it over loopback from asyncio and from trio alike. Each resource's
-    cleanup is deferred the moment it exists: the socket's, then the server's
-    shutdown, before waiting for it to start, which may fail.
-    """
-
-    feature = live_server_feature
-    coverage = live_server_feature.coverage()
-    timeout = 15.0
-
-    async def create(self, scope: ck.FeatureScope) -> LiveServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        scope.defer(sock.close)
-        # Accepted connections inherit it: without it, Nagle's algorithm and delayed
-        # acknowledgements hold each response back some 40 ms.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        live = LiveServer(f"http://127.0.0.1:{sock.getsockname()[1]}")
-        config = uvicorn.Config(
-            live, lifespan="on", log_level="warning", access_log=False, http="h11", ws="none"
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-
-        def stop() -> None:
-            server.should_exit = True
-            thread.join(timeout=10)
-            if thread.is_alive():
-                raise RuntimeError("the live server did not stop within 10 s")
-
-        thread.start()
-        scope.defer(functools.partial(anyio.to_thread.run_sync, stop))
-        with anyio.fail_after(10):
-            while not server.started:
-                if not thread.is_alive():
-                    raise RuntimeError("the live server stopped as it started")
-                await anyio.sleep(0.01)
-        return live
-
-
-@pytest.fixture(scope="module")
-def live_server() -> Iterator[LiveServer]:
-    """One live server for the module, started here and stopped here, in a feature scope."""
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(ck.open_feature(Uvicorn())) as session,
-    ):
-        yield session.api
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def live_server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """One live server of each kind for the module, started and stopped in a feature scope."""
+    with serving(request.param) as live:
+        yield live
 
 
 # --------------------------------------------------------------------------- broken wrappers
 
 
-BROKEN: dict[str, tuple[Callable[[InvocationOptions], ASGIApp], set[InvocationCase]]] = {
-    name: (wrapper, set(expected))
-    for name, wrapper, expected in broken_wrappers()
-    if name
-    in (
-        "imports_handlers_at_build",
-        "loads_the_named_factory_at_build",
-        "prefers_the_factory",
-        "brings_its_own_workspace",
-        "reads_os_environ",
-        "grants_by_default",
-        "buffers_the_body",
-        "drops_the_request_id",
-    )
-}
-"""The broken wrappers run in both placements here; the whole table runs in-process below."""
-
-
 def implementation(name: str, placement: Placement) -> ck.FeatureImplementation[Any, Any]:
-    """A bundled implementation, or a broken wrapper, reaching its apps through ``placement``."""
+    """A bundled implementation, reaching its apps through ``placement``."""
     if name == "reference":
         return ReferenceImplementation(placement)
-    if name == "mounted":
-        return MountedReferenceImplementation(placement)
-    return WrapperImplementation(BROKEN[name][0], placement=placement)
-
-
-def expected_failures(name: str) -> set[InvocationCase]:
-    return set() if name in ("reference", "mounted") else BROKEN[name][1]
+    return MountedReferenceImplementation(placement)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -228,26 +153,56 @@ class TestBrokenWrappers:
         ck.assert_contract(report, require_full=True)
 
 
+class TestTheTableLive:
+    """The whole table of broken wrappers, over uvicorn and hypercorn, on asyncio and trio."""
+
+    @pytest.mark.parametrize(
+        ("index", "name", "wrapper", "expected"),
+        [(index, *row) for index, row in enumerate(TABLE)],
+        ids=[row[0] for row in TABLE],
+    )
+    def test_fails_exactly_its_cases_live(
+        self,
+        index: int,
+        name: str,
+        wrapper: Wrapper,
+        expected: frozenset[InvocationCase],
+        live_server: LiveServer,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        """
+        Each wrapper fails exactly its cases on each server, the backend alternating
+        from one wrapper to the next and from one server to the other: each server
+        serves half the table from asyncio and half from trio, in seconds.
+        """
+        server = sorted(SERVERS).index(request.node.callspec.params["live_server"])
+        backend: Literal["asyncio", "trio"] = "trio" if (index + server) % 2 else "asyncio"
+        implementation = WrapperImplementation(wrapper, placement=live_server)
+        report = ck.run_contract_sync(implementation, suite, backend=backend)
+        assert failed_cases(report) == expected, (backend, report)
+
+
 class TestPlacements:
-    """The same verdicts, in-process and against a live server, on asyncio and trio."""
+    """The same verdicts in-process and against a live server, on asyncio and trio."""
 
     @pytest.mark.anyio
-    @pytest.mark.parametrize("name", ["reference", "mounted", *BROKEN])
+    @pytest.mark.parametrize("name", ["reference", "mounted"])
     async def test_same_verdicts_in_process_and_live(
         self, name: str, live_server: LiveServer
     ) -> None:
-        """Each wrapper fails exactly its expected cases, in-process and over loopback."""
+        """Each bundled wrapper passes every case, in-process and over loopback."""
         in_process = await ck.run_contract(implementation(name, InProcess()), suite)
         live = await ck.run_contract(implementation(name, live_server), suite)
-        assert failed_cases(in_process) == expected_failures(name), in_process
-        assert failed_cases(live) == expected_failures(name), live
+        assert failed_cases(in_process) == set(), in_process
+        assert failed_cases(live) == set(), live
         statuses = [(result.case_id, result.status) for result in in_process.results]
         assert [(result.case_id, result.status) for result in live.results] == statuses
 
     @pytest.mark.anyio
     async def test_a_failure_says_what_and_points_at_the_page(self) -> None:
         """A broken wrapper's reason names what went wrong and the failure-modes table."""
-        report = await ck.run_contract(WrapperImplementation(BROKEN["buffers_the_body"][0]), suite)
+        [wrapper] = [row[1] for row in TABLE if row[0] == "buffers_the_body"]
+        report = await ck.run_contract(WrapperImplementation(wrapper), suite)
         [result] = [each for each in report.results if each.case_id == "oversized_body_rejected"]
         assert result.reason is not None
         assert "the app read 1025 bytes of it before refusing it" in result.reason
@@ -315,6 +270,8 @@ async def call(
     async def receive() -> dict[str, Any]:
         if pending:
             return pending.pop(0)
+        if any(each["type"] == "http.response.body" for each in sent):
+            return {"type": "http.disconnect"}  # as a server does once the app has answered
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
@@ -746,3 +703,334 @@ class TestHostileWrappers:
         for result in report.results:
             assert "blocked: the wrapper" in (result.reason or "")
             assert "no such host configuration" in (result.reason or "")
+
+
+class TestRefusedBodies:
+    """The reference handler reads what is left of a refused body after it answers."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("path", "headers", "status"),
+        [
+            ("/agents/nobody/invoke", JSON_TYPE, 404),
+            ("/agents/echo/invoke", [], 415),
+            ("/agents/echo/invoke", [*JSON_TYPE, (b"content-length", b"301")], 413),
+            ("/manifest", JSON_TYPE, 405),
+        ],
+    )
+    async def test_the_rest_of_a_refused_body_is_read_after_the_answer(
+        self, path: str, headers: list[tuple[bytes, bytes]], status: int
+    ) -> None:
+        """
+        Every piece of the body is received, each after the answer is complete: a
+        server such as hypercorn closes a connection whose body is left unread.
+        """
+        pieces = [
+            {"type": "http.request", "body": b"x" * 100, "more_body": more}
+            for more in (True, True, False)
+        ]
+        events: list[str] = []
+
+        async def receive() -> Any:
+            if not pieces:
+                raise AssertionError("receive() called after the body was over")
+            events.append("received")
+            return pieces.pop(0)
+
+        async def send(message: Any) -> None:
+            events.append(message["type"])
+            if message["type"] == "http.response.start":
+                assert message["status"] == status
+
+        scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
+        with anyio.fail_after(5):
+            await create_app(options(max_body_bytes=300))(scope, receive, send)
+        assert events == [
+            "http.response.start",
+            "http.response.body",
+            "received",
+            "received",
+            "received",
+        ]
+
+
+def hostile(kind: str) -> Callable[[InvocationOptions], ASGIApp]:
+    """A wrapper whose app breaks the ASGI protocol in the way named ``kind``."""
+
+    def wrapper(options: InvocationOptions) -> ASGIApp:
+        inner = create_app(options)
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await inner(scope, receive, send)
+            elif kind == "answers twice":
+
+                async def again(message: Any) -> None:
+                    await send(message)
+                    if message["type"] == "http.response.body":
+                        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+                await inner(scope, receive, again)
+            elif kind == "a body before the start":
+                await send({"type": "http.response.body", "body": b"{}"})
+            elif kind == "never responds":
+                return
+            else:  # starts, never finishes
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                await send({"type": "http.response.body", "body": b"{", "more_body": True})
+
+        return app
+
+    wrapper.__name__ = kind.replace(" ", "_")
+    return wrapper
+
+
+HOSTILE = {
+    "answers twice": "the app answered GET /manifest, then sent 'http.response.start': "
+    "it answers once",
+    "a body before the start": "the app sent 'http.response.body' before "
+    "'http.response.start' answering GET /manifest",
+    "never responds": "the app returned without responding to GET /manifest",
+    "starts, never finishes": "the app returned without finishing its response to GET /manifest",
+}
+
+
+class TestHostileApps:
+    """An app that breaks the ASGI protocol fails with what it did, in every placement."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("kind", HOSTILE)
+    async def test_the_reason_names_what_the_app_did(
+        self, kind: str, live_server: LiveServer
+    ) -> None:
+        """Every case fails, and catalog_is_served's reason is the app's misstep, in one line."""
+        for placement in (InProcess(), live_server):
+            report = await ck.run_contract(
+                WrapperImplementation(hostile(kind), placement=placement), suite
+            )
+            assert failed_cases(report) == set(feature.cases), report
+            reason = report.results[0].reason or ""
+            assert HOSTILE[kind] in reason.splitlines()[0], (placement, reason)
+
+    @pytest.mark.anyio
+    async def test_an_answer_stands_when_the_app_fails_after_it(
+        self, live_server: LiveServer
+    ) -> None:
+        """An app that raises after its whole answer: the client has the answer."""
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"done"})
+            raise RuntimeError("failed after the answer")
+
+        async with InvocationAPI(lambda options: app, live_server).client(app) as client:
+            response = await client.get("/anything")
+        assert (response.status_code, response.text) == (200, "done")
+
+    def test_an_app_that_swallows_its_cancellation_is_bounded(self) -> None:
+        """Each stage of a run against it ends at its deadline's guard, on both backends."""
+        code = (
+            "import anyio, conformkit as ck\n"
+            "from conformkit.profiles import invocation\n"
+            "def deaf(options):\n"
+            "    async def app(scope, receive, send):\n"
+            "        while True:\n"
+            "            try:\n"
+            "                await anyio.sleep(1)\n"
+            "            except anyio.get_cancelled_exc_class():\n"
+            "                pass\n"
+            "    return app\n"
+            "implementation = invocation.WrapperImplementation(deaf)\n"
+            "async def main():\n"
+            "    cases = ck.contract_cases(implementation, invocation.suite, timeout=0.2)\n"
+            "    for case in cases[:2]:\n"
+            "        try:\n"
+            "            await case.run()\n"
+            "        except Exception as error:\n"
+            "            print(str(error).splitlines()[0])\n"
+            "for backend in ('asyncio', 'trio'):\n"
+            "    anyio.run(main, backend=backend)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert len(lines) == 4, done.stdout
+        for line in lines:
+            assert "exceeded the 0.2s deadline" in line, line
+            assert "it ignored its cancellation" in line, line
+
+
+class TestLiveServerShutdown:
+    """A live server stops within its grace, leaving no thread and no app running."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", sorted(SERVERS))
+    async def test_a_streaming_app_is_stopped_with_its_server(self, name: str) -> None:
+        """An app still streaming when the server stops is ended, and the thread with it."""
+        started = threading.Event()
+        ended = threading.Event()
+
+        async def streams_forever(scope: Any, receive: Any, send: Any) -> None:
+            started.set()
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                await send({"type": "http.response.body", "body": b"a", "more_body": True})
+                await anyio.sleep_forever()
+            finally:
+                ended.set()
+
+        async with httpx.AsyncClient() as client, contextlib.AsyncExitStack() as streams:
+            async with ck.open_feature(SERVERS[name]()) as session:
+                live = session.api
+                with live.mount(streams_forever) as token:
+                    headers = {invocation.ROUTE_HEADER: token}
+                    await streams.enter_async_context(
+                        client.stream("GET", live.base_url, headers=headers)
+                    )
+                    assert started.is_set()
+            assert ended.is_set()
+            ours = f"{THREAD_PREFIX}{name} {live.base_url}"
+            assert [each.name for each in threading.enumerate() if each.name == ours] == []
+
+
+class TestWhatAHostReuses:
+    """The reference handler's rules, public for a host on another framework."""
+
+    @pytest.mark.parametrize(
+        ("given", "kept"),
+        [("abc-123", True), ("x" * 128, True), ("x" * 129, False), ("a b", False), ("", False)],
+    )
+    def test_choose_request_id(self, given: str, kept: bool) -> None:
+        """A printable ID of 1 to 128 characters is kept; any other gets a fresh hex UUID."""
+        chosen = invocation.choose_request_id(given)
+        assert (chosen == given) is kept
+        if not kept:
+            assert re.fullmatch(r"[0-9a-f]{32}", chosen)
+        assert invocation.choose_request_id(None) != invocation.choose_request_id(None)
+
+    @pytest.mark.parametrize(
+        ("content_type", "is_json"),
+        [
+            ("application/json", True),
+            ("Application/JSON; charset=utf-8", True),
+            ("application/vnd.api+json", True),
+            ("text/json", False),
+            ("application/jsonx", False),
+            ("", False),
+            (None, False),
+        ],
+    )
+    def test_is_json_content_type(self, content_type: str | None, is_json: bool) -> None:
+        """application/json and application/*+json, parameters and case ignored."""
+        assert invocation.is_json_content_type(content_type) is is_json
+
+    def test_decode_json_refuses_what_is_not_json(self) -> None:
+        """NaN, infinities, bad UTF-8 and an empty body raise ValueError."""
+        assert invocation.decode_json(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+        for data in (b'{"a": NaN}', b"[Infinity]", b"-Infinity", b"\xc3", b"", b"{"):
+            with pytest.raises(ValueError, match=r"."):  # each is not JSON in UTF-8
+                invocation.decode_json(data)
+
+    def test_encode_json_refuses_what_is_not_json(self) -> None:
+        """A NaN raises ValueError, a set TypeError; text is UTF-8, not escaped."""
+        assert invocation.encode_json({"t": "é"}) == '{"t": "é"}'.encode()
+        with pytest.raises(ValueError, match="Out of range float values"):  # NaN is not JSON
+            invocation.encode_json(float("nan"))
+        with pytest.raises(TypeError):  # JSON has no sets
+            invocation.encode_json({1})  # type: ignore[arg-type]
+
+    def test_error_envelope(self) -> None:
+        """A documented code gets its status and the envelope; another code is refused."""
+        assert invocation.error_envelope("unknown_agent", "no agent named 'x'", "r-1") == (
+            404,
+            {
+                "ok": False,
+                "error": {"code": "unknown_agent", "message": "no agent named 'x'"},
+                "request_id": "r-1",
+            },
+        )
+        with pytest.raises(ValueError, match="unknown error code 'teapot'"):
+            invocation.error_envelope("teapot", "", "r-1")
+
+    def test_resolve_runtime_follows_the_precedence(self) -> None:
+        """runtime, else runtime_factory(), else the named factory, else None."""
+        given, made, named = object(), object(), object()
+        factory = lambda: made  # noqa: E731
+        module_map = {"named": lambda: lambda: named}
+        assert invocation.resolve_runtime(options()) is None
+        for overrides, expected in (
+            ({"runtime": given, "runtime_factory": factory}, given),
+            ({"runtime_factory": factory, "runtime_factory_name": "named"}, made),
+            ({"runtime_factory_name": "named"}, named),
+        ):
+            resolved = invocation.resolve_runtime(
+                options(runtime_factory_module_map=module_map, **overrides)
+            )
+            assert resolved is expected
+
+    def test_agent_loader_loads_at_first_need_once(self) -> None:
+        """Nothing loads when it is made; each handler and the runtime load once, at first need."""
+        loads: list[str] = []
+        runtime = object()
+
+        def loader(name: str) -> Callable[[], Any]:
+            def load() -> Any:
+                loads.append(name)
+                return name
+
+            return load
+
+        def factory() -> Any:
+            loads.append("runtime")
+            return runtime
+
+        made = options(
+            catalog={"a": {}, "b": {}},
+            handlers={"a": loader("a"), "b": loader("b")},
+            runtime_factory=factory,
+        )
+        agents = invocation.AgentLoader(made)
+        assert loads == []
+        assert [agents.handler("a"), agents.handler("a")] == ["a", "a"]  # type: ignore[comparison-overlap]
+        assert agents.runtime() is runtime
+        assert agents.runtime() is runtime
+        context = agents.context("r-7")
+        assert (context.request_id, context.runtime, context.env) == ("r-7", runtime, made.env)
+        assert loads == ["a", "runtime"]
+        with pytest.raises(KeyError):  # no agent named 'c'
+            agents.handler("c")
+
+    def test_agent_loader_loads_again_after_a_failure(self) -> None:
+        """A loader that raised is called again at the next need."""
+        attempts: list[int] = []
+
+        def flaky() -> Any:
+            attempts.append(1)
+            if len(attempts) == 1:
+                raise ImportError("not yet")
+            return "loaded"
+
+        agents = invocation.AgentLoader(options(handlers={"echo": flaky}))
+        with pytest.raises(ImportError):  # the first load fails
+            agents.handler("echo")
+        assert agents.handler("echo") == "loaded"  # type: ignore[comparison-overlap]
+        assert len(attempts) == 2
+
+    @pytest.mark.anyio
+    async def test_a_read_only_env_is_the_context_env(self) -> None:
+        """A MappingProxyType env is accepted, and the agent gets that very mapping."""
+        env = types.MappingProxyType({"REGION": "eu-west"})
+        seen: list[Any] = []
+
+        async def looks(context: InvocationContext, body: dict[str, Any]) -> Any:
+            seen.append(context.env)
+            return dict(context.env)
+
+        app = create_app(options(env=env, handlers={"echo": lambda: looks}))
+        status, _, body = await call(
+            app, [{"type": "http.request", "body": b"{}", "more_body": False}], JSON_TYPE
+        )
+        assert (status, json.loads(body)["result"]) == (200, {"REGION": "eu-west"})
+        assert seen[0] is env

@@ -6,7 +6,10 @@ and returns an ASGI application serving a static agent catalog and agent
 invocations. The options carry only explicit capabilities that the host
 created; the agent's handler receives them, and the request ID, in an
 :class:`InvocationContext`. :func:`create_app` is the reference handler: a
-plain ASGI callable, with no web framework.
+plain ASGI callable, with no web framework. It is built on the rules a host on
+another framework keeps, which are public: :func:`choose_request_id`,
+:func:`is_json_content_type`, :func:`decode_json`, :func:`encode_json`,
+:func:`error_envelope`, :func:`resolve_runtime` and :class:`AgentLoader`.
 
 Passing the profile establishes, for one wrapper:
 
@@ -74,6 +77,7 @@ __all__ = [
     "HOST_PREFIX",
     "ROUTE_HEADER",
     "ASGIApp",
+    "AgentLoader",
     "CommandNotGranted",
     "Handler",
     "InProcess",
@@ -90,9 +94,15 @@ __all__ = [
     "Runtime",
     "Wrapper",
     "WrapperImplementation",
+    "choose_request_id",
     "create_app",
+    "decode_json",
+    "encode_json",
+    "error_envelope",
     "feature",
     "implementations",
+    "is_json_content_type",
+    "resolve_runtime",
     "suite",
 ]
 
@@ -410,7 +420,24 @@ class InvocationAPI:
 
     @contextlib.asynccontextmanager
     async def client(self, app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
-        """An httpx client whose requests reach ``app``, by path relative to the prefix."""
+        """
+        An httpx client whose requests reach ``app``, by path relative to the prefix.
+
+        What ``app`` does against the ASGI protocol (answering twice, a body before
+        the response's start, returning without an answer) fails the block with an
+        :exc:`AssertionError` that says so, in every placement.
+        """
+        checked = _Checked(app)
+        try:
+            async with self._client(checked) as client:
+                yield client
+        except Exception as error:
+            checked.raise_broken(error)
+            raise
+        checked.raise_broken(None)
+
+    @contextlib.asynccontextmanager
+    async def _client(self, app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
         import httpx
 
         if isinstance(self.placement, LiveServer):
@@ -429,6 +456,91 @@ class InvocationAPI:
                 base_url="http://testserver" + self.prefix,
             ) as client:
                 yield client
+
+
+@final
+class _Checked:
+    """
+    The app under test, held to the ASGI protocol for HTTP: what it does against it
+    is recorded, never passed on, and an answer it left unfinished is finished with a
+    500, so that the client and the server see a whole response in every placement.
+
+    The message that ends a response is held until the app returns: whatever the app
+    sends after it is recorded before the client has the response. Once the app has
+    ended its response, ``receive`` still gives it the rest of the body, then
+    ``http.disconnect``, as a server does.
+    """
+
+    __slots__ = ("app", "broken")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.broken: list[str] = []
+
+    def raise_broken(self, error: Exception | None) -> None:
+        """Raise what the app first did against the protocol, if anything, from ``error``."""
+        if self.broken:
+            raise AssertionError(self.broken[0]) from error
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = f"{scope.get('method')} {scope.get('path')}"
+        started = False
+        last: _Message | None = None
+        body_over = False
+
+        def broke(what: str) -> None:
+            self.broken.append(what.format(request=request))
+
+        async def checked_send(message: _Message) -> None:
+            nonlocal started, last
+            kind = message.get("type")
+            if last is not None:
+                broke(f"the app answered {{request}}, then sent {kind!r}: it answers once")
+            elif kind == "http.response.start" and not started:
+                started = True
+                await send(message)
+            elif kind == "http.response.start":
+                broke("the app sent 'http.response.start' twice answering {request}")
+            elif kind != "http.response.body":
+                broke(f"the app sent {kind!r} answering {{request}}: not an HTTP response message")
+            elif not started:
+                broke(
+                    "the app sent 'http.response.body' before 'http.response.start' "
+                    "answering {request}"
+                )
+            elif message.get("more_body", False):
+                await send(message)
+            else:
+                last = message
+
+        async def checked_receive() -> _Message:
+            nonlocal body_over
+            if last is not None and body_over:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            body_over = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        try:
+            await self.app(scope, checked_receive, checked_send)
+        except Exception:
+            if last is not None:  # it answered, then failed: the answer stands
+                await send(last)
+            raise
+        if last is None:
+            broke(
+                "the app returned without finishing its response to {request} (no body "
+                "message without more_body)"
+                if started
+                else "the app returned without responding to {request}"
+            )
+            if not started:
+                await send({"type": "http.response.start", "status": 500, "headers": []})
+            last = {"type": "http.response.body", "body": b""}
+        await send(last)
 
 
 # --------------------------------------------------------------------------- case names
@@ -1630,12 +1742,203 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
 }
 """The reference handler's error codes, and the status of each."""
 
+# What a host reuses: the rules of the reference handler that any host keeps, whatever
+# its framework. The reference handler is built on them, and a host on another framework
+# calls them instead of re-deriving them.
+
 _REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
 _JSON_TYPES: Final = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
 
 
+def choose_request_id(given: str | None) -> str:
+    """
+    The request ID of a request whose ``x-request-id`` header is ``given``.
+
+    A given ID of 1 to 128 visible ASCII characters is kept; any other, or none,
+    is replaced by a fresh hex UUID.
+
+    :param given: the header's value, or ``None`` when the request has none.
+    """
+    if given is not None and _REQUEST_ID.match(given):
+        return given
+    return uuid.uuid4().hex
+
+
+def is_json_content_type(content_type: str | None) -> bool:
+    """
+    Whether an invocation's ``content-type`` header says JSON.
+
+    ``application/json`` and ``application/<anything>+json`` are JSON, in any case;
+    parameters (``; charset=utf-8``) are ignored. ``None`` (no header) is not.
+    """
+    if content_type is None:
+        return False
+    return bool(_JSON_TYPES.match(content_type.partition(";")[0].strip().lower()))
+
+
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
+
+
+def decode_json(data: bytes) -> JSON:
+    """
+    The JSON value of an invocation's body: UTF-8, and strict JSON.
+
+    :raises ValueError: if ``data`` is not UTF-8 (:exc:`UnicodeDecodeError`), not
+        JSON (:exc:`json.JSONDecodeError`; an empty body included), or holds
+        ``NaN``, ``Infinity`` or ``-Infinity``, which are not JSON.
+    """
+    value: JSON = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    return value
+
+
+def encode_json(value: JSON) -> bytes:
+    """
+    ``value`` as a response body: UTF-8 JSON.
+
+    :raises ValueError: for ``NaN`` or an infinity, which are not JSON.
+    :raises TypeError: for a value JSON cannot hold (a set, an object).
+    """
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+
+
+def error_envelope(code: str, message: str, request_id: str) -> tuple[int, dict[str, JSON]]:
+    """
+    The status and the body of a refusal: ``{"ok": false, "error": {...}, "request_id": ...}``.
+
+    :param code: one of :data:`ERROR_STATUS`.
+    :raises ValueError: for a code that is not in :data:`ERROR_STATUS`.
+    """
+    if code not in ERROR_STATUS:
+        raise ValueError(f"error_envelope: unknown error code {code!r}; see ERROR_STATUS")
+    return ERROR_STATUS[code], {
+        "ok": False,
+        "error": {"code": code, "message": message},
+        "request_id": request_id,
+    }
+
+
+def resolve_runtime(options: InvocationOptions) -> Runtime | None:
+    """
+    The runtime that ``options`` give: ``runtime``, else ``runtime_factory()``, else
+    the named factory, loaded from ``runtime_factory_module_map`` and called; else
+    ``None``. It loads and calls what it needs each time: a host calls it once, at
+    the first invocation (:class:`AgentLoader` does).
+
+    :raises Exception: whatever the factory or its loader raises.
+    """
+    if options.runtime is not None:
+        return options.runtime
+    if options.runtime_factory is not None:
+        return options.runtime_factory()
+    if options.runtime_factory_name is not None:
+        return options.runtime_factory_module_map[options.runtime_factory_name]()()
+    return None
+
+
+_UNSET: Final = object()
+
+
+@final
+class AgentLoader:
+    """
+    What an app loads lazily, once: each agent's handler, and the runtime.
+
+    Nothing loads when it is made. :meth:`handler` calls an agent's loader at its
+    first call for that agent; :meth:`runtime` resolves the runtime
+    (:func:`resolve_runtime`) at its first call. Each keeps what it got, and loads
+    again only after a failure. Neither awaits, so concurrent invocations load once.
+
+    :param options: the host's options.
+    :raises TypeError: if ``options`` is not :class:`InvocationOptions`.
+    """
+
+    __slots__ = ("_handlers", "_options", "_runtime")
+
+    def __init__(self, options: InvocationOptions) -> None:
+        if not isinstance(options, InvocationOptions):
+            raise TypeError(f"AgentLoader() takes InvocationOptions, got {short_repr(options)}")
+        self._options = options
+        self._handlers: dict[str, Handler] = {}
+        self._runtime: object = _UNSET
+
+    def __repr__(self) -> str:
+        return f"<AgentLoader for {sorted(self._options.handlers)}>"
+
+    def handler(self, agent: str) -> Handler:
+        """
+        The agent's handler, loaded at the first call.
+
+        :raises KeyError: if the options have no agent named ``agent``.
+        :raises Exception: whatever the agent's loader raises.
+        """
+        handler = self._handlers.get(agent)
+        if handler is None:
+            handler = self._handlers[agent] = self._options.handlers[agent]()
+        return handler
+
+    def runtime(self) -> Runtime | None:
+        """
+        The runtime, resolved at the first call; ``None`` when the options give none.
+
+        :raises Exception: whatever the factory or its loader raises.
+        """
+        runtime = self._runtime
+        if runtime is _UNSET:
+            runtime = self._runtime = resolve_runtime(self._options)
+        return runtime  # type: ignore[return-value]
+
+    def context(self, request_id: str) -> InvocationContext:
+        """
+        The context of one invocation: the options' capabilities, the runtime
+        (resolved now if it was not), and ``request_id``.
+
+        :raises Exception: whatever resolving the runtime raises.
+        """
+        options = self._options
+        return InvocationContext(
+            request_id=request_id,
+            env=options.env,
+            workspace_store=options.workspace_store,
+            session_event_store=options.session_event_store,
+            runtime=self.runtime(),
+            grants=options.grants,
+        )
+
+
+# The reference handler's own parts.
+
+_DISCARDED_AT_MOST: Final = 1024 * 1024
+"""The most bytes of a refused body the reference handler reads and drops after answering."""
+
+
+@final
+class _Body:
+    """A request's ``receive``, which knows when the body is over."""
+
+    __slots__ = ("_receive", "over")
+
+    def __init__(self, receive: _Receive) -> None:
+        self._receive = receive
+        self.over = False
+
+    async def receive(self) -> _Message:
+        message = await self._receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.over = True
+        return message
+
+    async def discard(self) -> None:
+        """
+        Read what is left of the body, up to ``_DISCARDED_AT_MOST`` bytes, and drop it.
+
+        Some servers (hypercorn) close a connection whose body was left unread: the
+        client, still sending it, then gets a broken connection instead of the answer.
+        """
+        size = 0
+        while not self.over and size <= _DISCARDED_AT_MOST:
+            message = await self.receive()
+            size += len(message.get("body", b""))
 
 
 @final
@@ -1655,8 +1958,7 @@ class _Request:
         self.headers: dict[str, str] = {}
         for name, value in scope.get("headers", ()):
             self.headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-        given = self.headers.get("x-request-id", "")
-        self.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        self.request_id = choose_request_id(self.headers.get("x-request-id"))
 
 
 async def _respond(
@@ -1666,7 +1968,7 @@ async def _respond(
     body: JSON,
     extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+    data = encode_json(body)
     await send(
         {
             "type": "http.response.start",
@@ -1689,29 +1991,21 @@ async def _fail(
     message: str,
     extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    envelope: JSON = {
-        "ok": False,
-        "error": {"code": code, "message": message},
-        "request_id": request.request_id,
-    }
-    await _respond(send, request, ERROR_STATUS[code], envelope, extra)
-
-
-_UNSET: Final = object()
+    status, envelope = error_envelope(code, message, request.request_id)
+    await _respond(send, request, status, envelope, extra)
 
 
 @final
 class _ReferenceApp:
     """The reference handler: see :func:`create_app`."""
 
-    __slots__ = ("_handlers", "_options", "_runtime")
+    __slots__ = ("_loader", "_options")
 
     def __init__(self, options: InvocationOptions) -> None:
         if not isinstance(options, InvocationOptions):
             raise TypeError(f"create_app() takes InvocationOptions, got {short_repr(options)}")
         self._options = options
-        self._handlers: dict[str, Handler] = {}
-        self._runtime: object = _UNSET
+        self._loader = AgentLoader(options)
 
     def __repr__(self) -> str:
         return f"<conformkit reference invocation app for {sorted(self._options.catalog)}>"
@@ -1730,7 +2024,11 @@ class _ReferenceApp:
                 await receive()
                 await send({"type": "websocket.close", "code": 1003})
             return
-        request = _Request(scope)
+        body = _Body(receive)
+        await self._answer(_Request(scope), body.receive, send)
+        await body.discard()
+
+    async def _answer(self, request: _Request, receive: _Receive, send: _Send) -> None:
         parts = request.path.split("/")
         if request.path in ("/manifest", "/agents"):
             if request.method not in ("GET", "HEAD"):
@@ -1771,8 +2069,8 @@ class _ReferenceApp:
         if agent not in options.handlers:
             await _fail(send, request, "unknown_agent", f"no agent named {agent!r}")
             return
-        content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if not _JSON_TYPES.match(content_type):
+        content_type = request.headers.get("content-type")
+        if not is_json_content_type(content_type):
             await _fail(
                 send,
                 request,
@@ -1784,7 +2082,7 @@ class _ReferenceApp:
         if body is None:
             return
         try:
-            value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+            value = decode_json(body)
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             await _fail(send, request, "invalid_json", f"the body is not JSON: {error}")
             return
@@ -1797,25 +2095,17 @@ class _ReferenceApp:
             )
             return
         try:
-            handler = self._handler(agent)
-            runtime = self._resolve_runtime()
+            handler = self._loader.handler(agent)
+            context = self._loader.context(request.request_id)
         except Exception as error:
             await _fail(
                 send, request, "internal_error", self._hide(error, "loading the agent failed")
             )
             return
-        context = InvocationContext(
-            request_id=request.request_id,
-            env=options.env,
-            workspace_store=options.workspace_store,
-            session_event_store=options.session_event_store,
-            runtime=runtime,
-            grants=options.grants,
-        )
         try:
             result = await handler(context, value)
             envelope: JSON = {"ok": True, "result": result, "request_id": request.request_id}
-            json.dumps(envelope, allow_nan=False)
+            encode_json(envelope)
         except CommandNotGranted as error:
             await _fail(send, request, "command_not_granted", str(error))
             return
@@ -1858,28 +2148,6 @@ class _ReferenceApp:
             "body_too_large",
             f"the body is over the limit of {self._options.max_body_bytes} bytes",
         )
-
-    def _handler(self, agent: str) -> Handler:
-        # No await between the check and the store: one load, whatever runs concurrently.
-        handler = self._handlers.get(agent)
-        if handler is None:
-            handler = self._handlers[agent] = self._options.handlers[agent]()
-        return handler
-
-    def _resolve_runtime(self) -> Runtime | None:
-        runtime = self._runtime
-        if runtime is _UNSET:
-            options = self._options
-            if options.runtime is not None:
-                runtime = options.runtime
-            elif options.runtime_factory is not None:
-                runtime = options.runtime_factory()
-            elif options.runtime_factory_name is not None:
-                runtime = options.runtime_factory_module_map[options.runtime_factory_name]()()
-            else:
-                runtime = None
-            self._runtime = runtime
-        return runtime  # type: ignore[return-value]
 
 
 def create_app(options: InvocationOptions) -> ASGIApp:
