@@ -15,6 +15,7 @@ import functools
 import json
 import os
 import re
+import types
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import replace
 from typing import Any, cast
@@ -235,6 +236,11 @@ def writes_request_data_into_env(options: InvocationOptions) -> ASGIApp:
         return noted
 
     return create_app(_each_handler(options, noting))
+
+
+def hands_agents_a_read_only_env(options: InvocationOptions) -> ASGIApp:
+    """Hands agents a read-only view of the host's env: correct, it passes every case."""
+    return create_app(replace(options, env=types.MappingProxyType(options.env)))
 
 
 # --------------------------------------------------------------------------- the catalog
@@ -643,6 +649,7 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (reads_os_environ, frozenset({"env_is_host_data"})),
     (merges_os_environ_into_env, frozenset({"env_is_host_data"})),
     (writes_request_data_into_env, frozenset({"env_is_host_data"})),
+    (hands_agents_a_read_only_env, frozenset()),
     (names_entries_while_listing, frozenset({"catalog_is_served"})),
     (annotates_on_invoke, frozenset({"catalog_is_served"})),
     (registers_on_post, frozenset({"catalog_is_served"})),

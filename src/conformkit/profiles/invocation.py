@@ -263,7 +263,8 @@ class InvocationContext:
     What an agent's handler receives: the host's capabilities and the request ID.
 
     :ivar request_id: the ``x-request-id`` the request gave, or a generated one.
-    :ivar env: the host's ``env``, the very mapping.
+    :ivar env: the host's ``env`` data: the mapping itself, or a read-only view or
+        copy of it; never anything else, and never written into.
     :ivar workspace_store: the host's workspace store, the very object.
     :ivar session_event_store: the host's session event store, the very object.
     :ivar runtime: the runtime, as the options' precedence resolved it, or ``None``.
@@ -1182,10 +1183,12 @@ async def _env_is_host_data(api: InvocationAPI) -> None:
                 for invocation in ("a first", "a second"):
                     _, envelope = await _invoke(client, "env", {})
                     context = probe.context()
-                    if context.env is not probe.env:
+                    # A read-only view or a copy of the host's data is fine; other data is not.
+                    if dict(context.env) != given:
                         raise AssertionError(
-                            f"the context's env is {short_repr(context.env)}, not the mapping "
-                            f"the host passed ({short_repr(probe.env)})"
+                            f"{invocation} invocation: the context's env is "
+                            f"{short_repr(dict(context.env))}, not the host's data "
+                            f"({short_repr(given)})"
                         )
                     seen = envelope.get("result")
                     if seen != {"env": given}:
