@@ -46,6 +46,7 @@ import contextlib
 import json
 import re
 import uuid
+from collections import deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -683,6 +684,14 @@ def _catalog() -> dict[str, dict[str, JSON]]:
     }
 
 
+_KEPT_CALLS: Final[deque[InvocationContext]] = deque(maxlen=16)
+"""
+The last contexts a probe's handler got from an app built with another probe's options:
+the wrapper called a handler it kept from an earlier app. Each probe has its own
+workspace, so a context names the app that called the handler.
+"""
+
+
 @final
 class _Probe:
     """The options of one case, with handlers, loaders and factories that record their use."""
@@ -703,11 +712,30 @@ class _Probe:
     def context(self) -> InvocationContext:
         """The context of the last invocation the agent's handler got; there must be one."""
         if not self.contexts:
+            self.expect_own_handlers("the invocation answered 200")
             raise AssertionError(
                 "the invocation answered 200, but no agent's handler was called: the wrapper "
-                "answered for it, or called a handler it kept from an app it built before"
+                "answered for it"
             )
         return self.contexts[-1]
+
+    def kept_handler_called(self) -> bool:
+        """Whether this probe's app called a handler that another probe's app loaded."""
+        return any(context.workspace_store is self.workspace for context in _KEPT_CALLS)
+
+    def expect_own_handlers(self, when: str) -> None:
+        """Blocks the case when its app called a handler kept from an earlier app."""
+        if self.kept_handler_called():
+            raise AssertionError(
+                f"blocked: {when}, but the app called a handler kept from an app built before, "
+                f"with another catalog, not one its own loaders gave; handlers_load_lazily "
+                f"owns that"
+            )
+
+    def _called(self, context: InvocationContext) -> None:
+        self.contexts.append(context)
+        if context.workspace_store is not self.workspace:
+            _KEPT_CALLS.append(context)
 
     def runtime(self, label: str) -> _Runtime:
         if label not in self.runtimes:
@@ -752,11 +780,11 @@ class _Probe:
         return load
 
     async def _agent_echo(self, context: InvocationContext, body: dict[str, JSON]) -> JSON:
-        self.contexts.append(context)
+        self._called(context)
         return {"input": body}
 
     async def _agent_writer(self, context: InvocationContext, body: dict[str, JSON]) -> JSON:
-        self.contexts.append(context)
+        self._called(context)
         if context.workspace_store is None or context.session_event_store is None:
             raise RuntimeError("the context holds no store")
         await context.workspace_store.write("/from-agent.txt", b"written by the agent")
@@ -765,15 +793,15 @@ class _Probe:
         return {"written": True}
 
     async def _agent_env(self, context: InvocationContext, body: dict[str, JSON]) -> JSON:
-        self.contexts.append(context)
+        self._called(context)
         return {"env": dict(context.env)}
 
     async def _agent_fails(self, context: InvocationContext, body: dict[str, JSON]) -> JSON:
-        self.contexts.append(context)
+        self._called(context)
         raise RuntimeError(f"the agent failed: {self.secret}")
 
     async def _agent_command(self, context: InvocationContext, body: dict[str, JSON]) -> JSON:
-        self.contexts.append(context)
+        self._called(context)
         command = str(body.get("command"))
         args = body.get("args", [])
         return await context.run_command(command, *map(str, args if isinstance(args, list) else []))
@@ -1352,6 +1380,11 @@ async def _handlers_load_lazily(api: InvocationAPI) -> None:
                 )
             await _invoke(client, "echo", {})
             await _invoke(client, "echo", {})
+            if not probe.loaded and probe.kept_handler_called():
+                raise AssertionError(
+                    "after invoking 'echo' twice: no loader of this app ran; the app called a "
+                    "handler kept from an app built before, with another catalog"
+                )
             if probe.loaded != ["echo"]:
                 raise AssertionError(
                     f"after invoking 'echo' twice: expected only its loader run, once; got the "
@@ -1478,6 +1511,7 @@ async def _oversized_body_rejected(api: InvocationAPI) -> None:
                         f"content-length says it is over the limit before any is read"
                     )
         if len(probe.contexts) != 1:
+            probe.expect_own_handlers("a body of exactly max_body_bytes answered 200")
             raise AssertionError("a body over the limit reached the agent")
 
 
@@ -1523,6 +1557,7 @@ async def _agent_error_contained(api: InvocationAPI) -> None:
             async with api.client(app) as client:
                 response = await _post(client, "fails", {})
             what = f"an agent that raised, with expose_errors={expose}"
+            probe.expect_own_handlers(what)
             envelope = _expect_error(
                 response, what, 500, "agent_error", leak=None if expose else probe.secret
             )
@@ -1580,6 +1615,7 @@ async def _load_errors_contained(api: InvocationAPI) -> None:
                 async with api.client(app) as client:
                     response = await _answered(what, _post(client, "echo", {}))
                 said = f"{what}, with expose_errors={expose}"
+                probe.expect_own_handlers(said)
                 envelope = _expect_error(
                     response, said, 500, "internal_error", leak=None if expose else probe.secret
                 )
