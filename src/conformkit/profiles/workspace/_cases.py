@@ -40,12 +40,12 @@ import anyio.lowlevel
 import anyio.to_thread
 from typing_extensions import Buffer
 
-from .._feature import Feature
-from .._implementation import FeatureImplementation
-from .._scope import FeatureScope
-from .._suite import ContractSuite
-from .._util import short_repr
-from ._support import (
+from ..._feature import Feature
+from ..._implementation import FeatureImplementation
+from ..._scope import FeatureScope
+from ..._suite import ContractSuite
+from ..._util import short_repr
+from .._support import (
     AsyncSqliteStore,
     NamedError,
     PointAt,
