@@ -25,25 +25,25 @@ names joined by ``/`` (``/a/b.txt``). A name is non-empty, is not ``.`` or
 
 from __future__ import annotations
 
-from ._cases import DirectoryNotEmpty as DirectoryNotEmpty
-from ._cases import InvalidPath as InvalidPath
-from ._cases import IsADirectory as IsADirectory
-from ._cases import LocalDirectoryWorkspace as LocalDirectoryWorkspace
-from ._cases import (
+from ._api import DirectoryNotEmpty as DirectoryNotEmpty
+from ._api import InvalidPath as InvalidPath
+from ._api import IsADirectory as IsADirectory
+from ._api import NotADirectory as NotADirectory
+from ._api import NotFound as NotFound
+from ._api import WorkspaceAPI as WorkspaceAPI
+from ._api import WorkspaceError as WorkspaceError
+from ._cases import WorkspaceCase as WorkspaceCase
+from ._cases import feature as feature
+from ._cases import suite as suite
+from ._reference import LocalDirectoryWorkspace as LocalDirectoryWorkspace
+from ._reference import (
     LocalDirectoryWorkspaceImplementation as LocalDirectoryWorkspaceImplementation,
 )
-from ._cases import MemoryWorkspace as MemoryWorkspace
-from ._cases import MemoryWorkspaceImplementation as MemoryWorkspaceImplementation
-from ._cases import NotADirectory as NotADirectory
-from ._cases import NotFound as NotFound
-from ._cases import SqliteWorkspace as SqliteWorkspace
-from ._cases import SqliteWorkspaceImplementation as SqliteWorkspaceImplementation
-from ._cases import WorkspaceAPI as WorkspaceAPI
-from ._cases import WorkspaceCase as WorkspaceCase
-from ._cases import WorkspaceError as WorkspaceError
-from ._cases import feature as feature
-from ._cases import implementations as implementations
-from ._cases import suite as suite
+from ._reference import MemoryWorkspace as MemoryWorkspace
+from ._reference import MemoryWorkspaceImplementation as MemoryWorkspaceImplementation
+from ._reference import SqliteWorkspace as SqliteWorkspace
+from ._reference import SqliteWorkspaceImplementation as SqliteWorkspaceImplementation
+from ._reference import implementations as implementations
 
 __all__ = [
     "DirectoryNotEmpty",
