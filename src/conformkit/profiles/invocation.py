@@ -20,8 +20,9 @@ Passing the profile establishes, for one wrapper:
 - the request ID is taken from ``x-request-id`` when given, generated
   otherwise, and echoed in the envelope, the response header and the context;
 - the stores and the runtime reach the context as the very objects passed, so
-  what an agent writes lands in the host's stores; ``env`` is the very mapping
-  passed, left as it was, and the process environment is invisible through it;
+  what an agent writes lands in the host's stores; ``env`` holds exactly the
+  host's data (the mapping, or a read-only view or copy of it), left as it was,
+  and the process environment is invisible through it;
 - ``runtime`` wins over ``runtime_factory``, which wins over
   ``runtime_factory_name``; handler loaders, ``runtime_factory`` and named
   factories load lazily, at the first invocation that needs them, once;
