@@ -605,7 +605,7 @@ class TestOptionalDependency:
             for path in package.rglob("*.py")
             if re.search(r"^\s*(import|from) httpx", path.read_text(encoding="utf-8"), re.MULTILINE)
         )
-        assert importers == ["profiles/invocation.py"]
+        assert {importer.rsplit("/", 1)[0] for importer in importers} == {"profiles/invocation"}
 
 
 class TestMounting:
