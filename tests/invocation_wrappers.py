@@ -15,6 +15,7 @@ import functools
 import json
 import os
 import re
+import types
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import replace
 from typing import Any, cast
@@ -167,6 +168,22 @@ def _loading_once(options: InvocationOptions) -> InvocationOptions:
     )
 
 
+_KEPT_HANDLERS: dict[str, Handler] = {}
+
+
+def keeps_handlers_across_apps(options: InvocationOptions) -> ASGIApp:
+    """
+    Keeps handlers in a module-level dict across apps: the first app it builds fills it,
+    and every later app, built with another catalog, calls the handlers kept from it.
+    """
+    if not _KEPT_HANDLERS:
+        _KEPT_HANDLERS.update({agent: load() for agent, load in options.handlers.items()})
+    kept = {
+        agent: functools.partial(_KEPT_HANDLERS.__getitem__, agent) for agent in options.handlers
+    }
+    return create_app(replace(options, handlers=kept))
+
+
 def calls_the_runtime_factory_per_invocation(options: InvocationOptions) -> ASGIApp:
     """Calls runtime_factory() at every invocation instead of once."""
     if options.runtime is not None or options.runtime_factory is None:
@@ -235,6 +252,11 @@ def writes_request_data_into_env(options: InvocationOptions) -> ASGIApp:
         return noted
 
     return create_app(_each_handler(options, noting))
+
+
+def hands_agents_a_read_only_env(options: InvocationOptions) -> ASGIApp:
+    """Hands agents a read-only view of the host's env: correct, it passes every case."""
+    return create_app(replace(options, env=types.MappingProxyType(options.env)))
 
 
 # --------------------------------------------------------------------------- the catalog
@@ -613,6 +635,20 @@ def starlette_default_refusals(options: InvocationOptions) -> ASGIApp:
 # --------------------------------------------------------------------------- the table
 
 
+_BLOCKED_BY_KEPT_HANDLERS: tuple[InvocationCase, ...] = (
+    "agent_error_contained",
+    "capabilities_reach_context",
+    "env_is_host_data",
+    "factory_wins_over_factory_name",
+    "load_errors_contained",
+    "named_factory_loads_lazily",
+    "oversized_body_rejected",
+    "request_id_echoed",
+    "runtime_factory_called_lazily",
+    "runtime_wins_over_factory",
+)
+"""The cases that a wrapper keeping handlers across apps blocks: all that invoke an agent."""
+
 _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (imports_handlers_at_build, frozenset({"handlers_load_lazily", "load_errors_contained"})),
     (loads_the_named_factory_at_build, frozenset({"named_factory_loads_lazily"})),
@@ -621,6 +657,9 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
         frozenset({"runtime_factory_called_lazily", "load_errors_contained"}),
     ),
     (calls_the_runtime_factory_per_invocation, frozenset({"runtime_factory_called_lazily"})),
+    # Every case that invokes an agent after the first app is blocked: the handler it
+    # called is an earlier app's. Only handlers_load_lazily owns that rule and fails on it.
+    (keeps_handlers_across_apps, frozenset({"handlers_load_lazily", *_BLOCKED_BY_KEPT_HANDLERS})),
     (prefers_the_factory, frozenset({"runtime_wins_over_factory"})),
     (
         drops_the_runtime,
@@ -643,6 +682,7 @@ _TABLE: tuple[tuple[Wrapper, frozenset[InvocationCase]], ...] = (
     (reads_os_environ, frozenset({"env_is_host_data"})),
     (merges_os_environ_into_env, frozenset({"env_is_host_data"})),
     (writes_request_data_into_env, frozenset({"env_is_host_data"})),
+    (hands_agents_a_read_only_env, frozenset()),
     (names_entries_while_listing, frozenset({"catalog_is_served"})),
     (annotates_on_invoke, frozenset({"catalog_is_served"})),
     (registers_on_post, frozenset({"catalog_is_served"})),
@@ -691,6 +731,10 @@ BLOCKED_BY: dict[tuple[str, str], InvocationCase] = {
         "runtime_factory_called_lazily"
     ),
     ("unknown_agent_crashes", "checks_run_in_order"): "unknown_agent_rejected",
+    **{
+        ("keeps_handlers_across_apps", case): "handlers_load_lazily"
+        for case in _BLOCKED_BY_KEPT_HANDLERS
+    },
     ("ignores_max_body_bytes", "checks_run_in_order"): "oversized_body_rejected",
     ("starlette_default_refusals", "checks_run_in_order"): "unknown_route_rejected",
 }
