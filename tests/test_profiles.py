@@ -34,12 +34,34 @@ def documented_cases(module: ModuleType) -> list[str]:
     return re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
 
 
+def layout_source(module: ModuleType) -> str:
+    """
+    A profile's source in layout order: the module's own, or for a package split by job,
+    its private submodules in the order of their names (``_api``, ``_cases``, ``_reference``).
+    """
+    path = Path(module.__file__ or "")
+    if path.name != "__init__.py":
+        return inspect.getsource(module)
+    parts = sorted(path.parent.glob("_*.py"))
+    return "".join(part.read_text(encoding="utf-8") for part in parts if part != path)
+
+
+def failure_page(module: ModuleType) -> str:
+    """Where a profile's reasons point: its module's pointer, or its package's cases'."""
+    if not hasattr(module, "_SEE"):
+        module = importlib.import_module(f"{module.__name__}._cases")
+    where: str = module._SEE.where
+    return where
+
+
 class TestBundled:
     def test_every_profile_module_is_bundled(self) -> None:
         """BUNDLED names every profile module in the package, so the demo runs them all."""
         folder = Path(importlib.import_module("conformkit.profiles").__file__ or "").parent
-        modules = sorted(path.stem for path in folder.glob("*.py") if not path.stem.startswith("_"))
-        assert sorted(BUNDLED) == modules
+        modules = [path.stem for path in folder.glob("*.py")]
+        packages = [path.parent.name for path in folder.glob("*/__init__.py")]
+        public = sorted(name for name in modules + packages if not name.startswith("_"))
+        assert sorted(BUNDLED) == public
 
     @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
     def test_each_profile_has_the_common_shape(self, module: ModuleType) -> None:
@@ -66,8 +88,19 @@ class TestModules:
     @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
     def test_sections_come_in_the_common_order(self, module: ModuleType) -> None:
         """Every profile module has the same section headers, in the same order."""
-        headers = re.findall(r"^# -{20,} (.+)$", inspect.getsource(module), flags=re.MULTILINE)
+        headers = re.findall(r"^# -{20,} (.+)$", layout_source(module), flags=re.MULTILINE)
         assert headers == SECTIONS
+
+    @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
+    def test_exported_classes_claim_the_profile_as_their_module(self, module: ModuleType) -> None:
+        """A profile's classes show as conformkit.profiles.<name>.Class, wherever defined."""
+        classes = [getattr(module, name) for name in module.__all__]
+        elsewhere = {
+            cls.__qualname__: cls.__module__
+            for cls in classes
+            if isinstance(cls, type) and cls.__module__ != module.__name__
+        }
+        assert elsewhere == {}
 
 
 ROOT = PAGE.parent.parent
@@ -85,7 +118,7 @@ class TestFailureModes:
     @pytest.mark.parametrize("module", PROFILES, ids=lambda module: module.__name__)
     def test_the_pointer_names_a_section_listing_every_case(self, module: ModuleType) -> None:
         """The page has the heading the reasons point at, and its table names every case."""
-        where = module._SEE.where
+        where = failure_page(module)
         page, anchor = where.split("#")
         text = (ROOT / page).read_text(encoding="utf-8")
         sections = re.split(r"^#{2,3} ", text, flags=re.MULTILINE)
