@@ -866,6 +866,20 @@ class ClaimSaysFalse(Wrapper):
             return False  # type: ignore[return-value]
 
 
+class UpdateAlwaysRaises(Wrapper):
+    """Raises on every valid change; unknown runs, stale and invalid changes go to the inner."""
+
+    async def update(self, run_id: str, changes: Any, *, expected_version: int) -> Run:
+        current = await self.inner.get(run_id)
+        if (
+            current.version != expected_version
+            or "params" in changes
+            or not set(changes) <= set(FIELDS)
+        ):
+            return await super().update(run_id, changes, expected_version=expected_version)
+        raise OSError("the disk is full")
+
+
 class DeclarationRaises(Wrapper):
     """Its persisted_fields property raises: the declaration cannot be read."""
 
@@ -907,6 +921,17 @@ OWNED: dict[str, tuple[Callable[[RunStore], RunStore], str, frozenset[str]]] = {
         UpdateReturnsNothing,
         "update_bumps_version",
         frozenset({"update_bumps_version"}),
+    ),
+    "update_always_raises": (
+        UpdateAlwaysRaises,
+        "update_bumps_version",
+        (frozenset(FIDELITY) - {"fidelity[params]"})
+        | {
+            "update_bumps_version",
+            "stale_update_rejected",
+            "concurrent_updates_single_winner",
+            "list_runs",
+        },
     ),
     "lists_a_generator": (ListsAGenerator, "list_runs", frozenset({"list_runs"})),
     "claim_says_false": (
