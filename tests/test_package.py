@@ -359,9 +359,9 @@ def _watch_writes(path: Path, fields: set[str]) -> list[str]:
 
 def _private_imports(path: Path, root: Path = CORE.parent) -> list[str]:
     """Where a module imports a private name of another conformkit module (not a module)."""
+    # For an __init__.py the dotted name ends in ".__init__", so that a relative import's
+    # level counts from the package itself.
     package = ".".join(path.relative_to(root).with_suffix("").parts)
-    if path.name == "__init__.py":
-        package += ".__init__"
     offences = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if not isinstance(node, ast.ImportFrom):
@@ -426,6 +426,12 @@ class TestCoreBoundaries:
             encoding="utf-8",
         )
         (package / "_inner" / "_sibling.py").write_text("", encoding="utf-8")
+        (package / "_inner" / "__init__.py").write_text(
+            "from . import _sibling\nfrom ._sibling import _hidden\n", encoding="utf-8"
+        )
+        assert _private_imports(package / "_inner" / "__init__.py", tmp_path) == [
+            "conformkit/_inner/__init__.py:2: conformkit._inner._sibling._hidden",
+        ]
         assert _private_imports(package / "_inner" / "_deep.py", tmp_path) == [
             "conformkit/_inner/_deep.py:1: conformkit._other._hidden",
             "conformkit/_inner/_deep.py:4: conformkit._other._also",

@@ -50,7 +50,9 @@ def failure_page(module: ModuleType) -> str:
     """Where a profile's reasons point: its module's pointer, or its package's cases'."""
     if not hasattr(module, "_SEE"):
         module = importlib.import_module(f"{module.__name__}._cases")
-    where: str = module._SEE.where
+    # Cases split over several modules share the pointer, spelt without an underscore.
+    pointer = getattr(module, "_SEE", None) or module.SEE
+    where: str = pointer.where
     return where
 
 

@@ -42,6 +42,8 @@ Bundled implementations: :class:`DictMappingImplementation` (a ``dict``, the ref
 
 from __future__ import annotations
 
+# The cases about values join the one suite that _cases defines.
+from . import _cases_values  # noqa: F401
 from ._api import BYTES_SAMPLES as BYTES_SAMPLES
 from ._api import BYTES_VALUE_SAMPLES as BYTES_VALUE_SAMPLES
 from ._api import RICH_SAMPLES as RICH_SAMPLES
