@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,16 @@ import tinydb
 import conformkit as ck
 from conformkit.profiles import durable_mapping, mapping
 from conformkit.profiles.mapping import BYTES_SAMPLES, RICH_SAMPLES, STR_SAMPLES
+from third_party import (
+    Make,
+    ReopenedStore,
+    ThirdPartyDurable,
+    ThirdPartyMapping,
+    WithoutThreads,
+    close_it,
+    failed,
+    passed,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -46,37 +55,7 @@ TYPE_CASES = frozenset(
 )
 
 
-def with_status(report: ck.ContractReport, status: ck.CaseStatus) -> set[str]:
-    return {result.case_id for result in report.results if result.status is status}
-
-
 # --------------------------------------------------------------------------- adapters
-
-
-Make = Callable[[ck.FeatureScope, str], Any]
-
-
-class ThirdPartyMapping(ck.FeatureImplementation[mapping.MappingAPI, mapping.MappingCase]):
-    """A mapping that ``make`` builds in a temporary directory of the scope's own."""
-
-    feature = mapping.feature
-    coverage = mapping.feature.coverage()
-
-    def __init__(self, make: Make) -> None:
-        self.make = make
-
-    def create(self, scope: ck.FeatureScope) -> mapping.MappingAPI:
-        directory = tempfile.TemporaryDirectory()
-        scope.defer(directory.cleanup)
-        return self.make(scope, directory.name)  # type: ignore[no-any-return]
-
-
-class WithoutThreads(ThirdPartyMapping):
-    """The same, for a store its documentation says takes no lock."""
-
-    coverage = mapping.feature.coverage(
-        unsupported={"shared_handle_is_thread_safe": "the library takes no lock"}
-    )
 
 
 def ttl_cache(scope: ck.FeatureScope, directory: str) -> Any:
@@ -333,11 +312,11 @@ class TestMappings:
     ) -> None:
         """The failed cases are those the direct experiments below show; the rest pass."""
         report = await ck.run_contract(implementation, mapping.suite)
-        assert with_status(report, ck.CaseStatus.FAILED) == expected, report
+        assert failed(report) == expected, report
         declared = {
             case for case, kind in implementation.coverage.items() if kind != ck.Supported()
         }
-        assert with_status(report, ck.CaseStatus.PASSED) == ALL_CASES - expected - declared
+        assert passed(report) == ALL_CASES - expected - declared
         for result in report.results:  # a blocked case names a case that failed
             if ": AssertionError: blocked: " in (result.reason or ""):
                 owners = set(re.findall(r"\b([a-z_]+) owns\b", result.reason or ""))
@@ -369,30 +348,6 @@ class TestMappings:
 # --------------------------------------------------------------------------- durable
 
 
-class ReopenedStore:
-    """A MappingStore: ``open`` makes a new mapping over the store, ``close`` closes it."""
-
-    def __init__(
-        self,
-        opener: Callable[[], Any],
-        closer: Callable[[Any], object],
-        samples: mapping.MappingSamples,
-    ) -> None:
-        self.opener = opener
-        self.closer = closer
-        self.conformkit_samples = samples
-
-    def open(self) -> MutableMapping[Any, Any]:
-        return self.opener()  # type: ignore[no-any-return]
-
-    def close(self, mapping: MutableMapping[Any, Any]) -> None:
-        self.closer(mapping)
-
-
-def close_it(store: Any) -> None:
-    store.close()
-
-
 DURABLE_STORES: dict[str, Callable[[str], ReopenedStore]] = {
     "diskcache.FanoutCache": lambda directory: ReopenedStore(
         lambda: diskcache.FanoutCache(directory), close_it, RICH_SAMPLES
@@ -418,28 +373,15 @@ DURABLE_STORES: dict[str, Callable[[str], ReopenedStore]] = {
 }
 
 
-class ThirdPartyStore(
-    ck.FeatureImplementation[durable_mapping.MappingStore, durable_mapping.DurableMappingCase]
-):
-    feature = durable_mapping.feature
-    coverage = durable_mapping.feature.coverage()
-
-    def __init__(self, make: Callable[[str], ReopenedStore]) -> None:
-        self.make = make
-
-    def create(self, scope: ck.FeatureScope) -> durable_mapping.MappingStore:
-        directory = tempfile.TemporaryDirectory()
-        scope.defer(directory.cleanup)
-        return self.make(directory.name)
-
-
 class TestDurableStores:
     """The on-disk stores keep what was written across closing and reopening them."""
 
     @pytest.mark.parametrize("name", sorted(DURABLE_STORES))
     async def test_passes_in_full(self, name: str) -> None:
         """Every case passes."""
-        report = await ck.run_contract(ThirdPartyStore(DURABLE_STORES[name]), durable_mapping.suite)
+        report = await ck.run_contract(
+            ThirdPartyDurable(DURABLE_STORES[name]), durable_mapping.suite
+        )
         ck.assert_contract(report, require_full=True)
 
 

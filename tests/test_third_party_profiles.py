@@ -35,6 +35,15 @@ import conformkit as ck
 from conformkit.profiles import durable_mapping, mapping, session_events, workspace
 from conformkit.profiles.mapping import BYTES_SAMPLES, BYTES_VALUE_SAMPLES
 from conformkit.profiles.session_events import JSON, Event, MemorySessionEvents, SessionRecord
+from third_party import (
+    ReopenedStore,
+    ThirdPartyDurable,
+    ThirdPartyMapping,
+    WithoutThreads,
+    close_it,
+    failed,
+    passed,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -42,41 +51,7 @@ MAPPING_CASES = frozenset(mapping.feature.cases)
 WORKSPACE_CASES = frozenset(workspace.feature.cases)
 
 
-def failed(report: ck.ContractReport) -> set[str]:
-    return {result.case_id for result in report.results if result.status is ck.CaseStatus.FAILED}
-
-
-def passed(report: ck.ContractReport) -> set[str]:
-    return {result.case_id for result in report.results if result.status is ck.CaseStatus.PASSED}
-
-
 # --------------------------------------------------------------------------- mapping
-
-
-Make = Callable[[ck.FeatureScope, str], MutableMapping[Any, Any]]
-
-
-class ThirdPartyMapping(ck.FeatureImplementation[mapping.MappingAPI, mapping.MappingCase]):
-    """A mapping that ``make`` builds in a temporary directory of the scope's own."""
-
-    feature = mapping.feature
-    coverage = mapping.feature.coverage()
-
-    def __init__(self, make: Make) -> None:
-        self.make = make
-
-    def create(self, scope: ck.FeatureScope) -> mapping.MappingAPI:
-        directory = tempfile.TemporaryDirectory()
-        scope.defer(directory.cleanup)
-        return self.make(scope, directory.name)
-
-
-class WithoutThreads(ThirdPartyMapping):
-    """The same, for a store that takes no lock: sharing one handle is declared unsupported."""
-
-    coverage = mapping.feature.coverage(
-        unsupported={"shared_handle_is_thread_safe": "it takes no lock"}
-    )
 
 
 def zict_file(scope: ck.FeatureScope, directory: str) -> MutableMapping[Any, Any]:
@@ -371,30 +346,6 @@ class TestDiskcache:
 # --------------------------------------------------------------------------- durable mapping
 
 
-class ReopenedStore:
-    """A MappingStore: ``open`` makes a new mapping over the store, ``close`` closes it."""
-
-    def __init__(
-        self,
-        opener: Callable[[], MutableMapping[Any, Any]],
-        closer: Callable[[MutableMapping[Any, Any]], object],
-        samples: mapping.MappingSamples,
-    ) -> None:
-        self.opener = opener
-        self.closer = closer
-        self.conformkit_samples = samples
-
-    def open(self) -> MutableMapping[Any, Any]:
-        return self.opener()
-
-    def close(self, mapping: MutableMapping[Any, Any]) -> None:
-        self.closer(mapping)
-
-
-def close_it(mapping: Any) -> None:
-    mapping.close()
-
-
 DURABLE_STORES: dict[str, Callable[[str], ReopenedStore]] = {
     "zict.File": lambda directory: ReopenedStore(
         lambda: zict.File(directory), close_it, BYTES_VALUE_SAMPLES
@@ -408,23 +359,6 @@ DURABLE_STORES: dict[str, Callable[[str], ReopenedStore]] = {
         BYTES_SAMPLES,
     ),
 }
-
-
-class ThirdPartyDurable(
-    ck.FeatureImplementation[durable_mapping.MappingStore, durable_mapping.DurableMappingCase]
-):
-    """A store over a temporary directory of the scope's own."""
-
-    feature = durable_mapping.feature
-    coverage = durable_mapping.feature.coverage()
-
-    def __init__(self, make: Callable[[str], ReopenedStore]) -> None:
-        self.make = make
-
-    def create(self, scope: ck.FeatureScope) -> durable_mapping.MappingStore:
-        directory = tempfile.TemporaryDirectory()
-        scope.defer(directory.cleanup)
-        return self.make(directory.name)
 
 
 class TestDurableMappings:

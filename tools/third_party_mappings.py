@@ -27,6 +27,7 @@ TESTS = Path(__file__).resolve().parent.parent / "tests" / "test_third_party_map
 
 
 def _load() -> ModuleType:
+    sys.path.insert(0, str(TESTS.parent))  # the module imports its neighbour third_party
     spec = importlib.util.spec_from_file_location("test_third_party_mappings", TESTS)
     assert spec is not None
     assert spec.loader is not None
